@@ -1,0 +1,96 @@
+"""Episode logs on disk: one ``Episode`` JSON object per line (JSONL).
+
+Reading validates every line against the schema and names the line of a bad record, so a
+truncated or hand-edited log fails with a message a person can act on. ``strict=False`` keeps
+the valid episodes and returns the problems beside them, for callers that asked for that.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable
+
+from pydantic import ValidationError
+
+from core.records import EPISODE_VERSION, Episode
+
+
+class EpisodeLogError(ValueError):
+    """A log that cannot be read as episodes; the message names the file and line."""
+
+
+@dataclass
+class LogReport:
+    """What a lenient read found: the good episodes and one message per bad line."""
+
+    episodes: list[Episode] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_line(text: str, where: str) -> Episode:
+    """Parse one JSONL line into an Episode, or raise EpisodeLogError naming ``where``."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EpisodeLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise EpisodeLogError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("version")
+    if version != EPISODE_VERSION:
+        raise EpisodeLogError(f"{where}: episode version {version!r} is not supported (expected {EPISODE_VERSION})")
+    try:
+        return Episode.model_validate(obj)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise EpisodeLogError(f"{where}: field {loc}: {first['msg']}{more}") from None
+
+
+def iter_lines(stream: IO[str], name: str) -> Iterable[tuple[str, str]]:
+    """Yield (location, text) for each non-blank line of a text stream."""
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            yield f"{name} line {number}", line
+
+
+def read_episodes(path: str | Path, *, strict: bool = True) -> LogReport:
+    """Read a JSONL episode log.
+
+    Args:
+        path: the ``.jsonl`` file.
+        strict: raise on the first bad line (default); otherwise skip bad lines and report them.
+    """
+    path = Path(path)
+    report = LogReport()
+    try:
+        with path.open(encoding="utf-8") as stream:
+            for where, text in iter_lines(stream, path.name):
+                try:
+                    report.episodes.append(parse_line(text, where))
+                except EpisodeLogError as exc:
+                    if strict:
+                        raise
+                    report.problems.append(str(exc))
+    except UnicodeDecodeError:
+        raise EpisodeLogError(f"{path.name}: not a UTF-8 text file") from None
+    if not report.episodes and not report.problems:
+        raise EpisodeLogError(f"{path.name}: the file holds no episodes")
+    return report
+
+
+def dump_episode(episode: Episode) -> str:
+    """One episode as a single JSON line (no trailing newline)."""
+    return episode.model_dump_json()
+
+
+def write_episodes(path: str | Path, episodes: Iterable[Episode]) -> int:
+    """Write episodes as JSONL, replacing the file; returns how many were written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w", encoding="utf-8") as stream:
+        for episode in episodes:
+            stream.write(dump_episode(episode) + "\n")
+            count += 1
+    return count

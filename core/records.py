@@ -1,0 +1,145 @@
+"""Typed records that cross a boundary: scenarios, turns, episodes, rubric breakdowns.
+
+Everything written to disk or handed between core, demo and train is one of these pydantic
+models with ``extra="forbid"``, so a malformed log or a typo in a field name fails loudly at the
+edge instead of flowing on as a dict. The episode record is versioned (``EPISODE_VERSION``).
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Difficulty = Literal["easy", "medium", "hard"]
+Value = str | int | float
+"""A hidden-profile value: categorical text, or a number for counts and minutes."""
+
+Termination = Literal["plan", "over_budget", "max_steps", "unparseable", "running"]
+"""Why an episode ended: a plan was proposed; an ask_question came with the budget spent;
+the step limit was reached; the agent's turn held no parseable tool call; or not ended yet."""
+
+EPISODE_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Scenario(_Record):
+    """One clarify task: a vague request and the hidden profile behind it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int | None = None
+    """Generator seed; None for hand-written scenarios."""
+    family: str
+    difficulty: Difficulty
+    """Published name: ``task_id``."""
+    title: str
+    """Published name: ``task_title`` (e.g. "Mild Ambiguity")."""
+    request: str
+    hidden_profile: dict[str, Value]
+    """Field -> value, in the order the generator drew them."""
+    critical_fields: list[str]
+    """Critical fields present in the profile, sorted."""
+    required_keys: list[str]
+    """Keys a plan must hold to pass the format gate (the family's list)."""
+    field_keys: list[str]
+    """Sorted profile keys."""
+    max_steps: int
+    max_questions: int = 6
+
+    @property
+    def id(self) -> str:
+        """Published scenario id, ``seed{seed}_{family}_{difficulty}``."""
+        return f"seed{self.seed}_{self.family}_{self.difficulty}"
+
+
+class ToolCall(_Record):
+    """A parsed tool call: one of get_task_info, ask_question, propose_plan (or anything else)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class RewardBreakdown(_Record):
+    """A rubric's verdict on one episode: the total and every component, always fresh."""
+
+    rubric: Literal["v1", "v2"]
+    total: float
+    """Final score in [0, 1]; 0 when the gate fails."""
+    gate_passed: bool
+    components: dict[str, float]
+    """Component name (as published, e.g. ``FieldMatchRubric``) -> value in [0, 1]."""
+    weights: dict[str, float]
+    """Component name -> weight in the weighted sum (the gate has none)."""
+
+
+class Turn(_Record):
+    """One agent step and the environment's answer to it."""
+
+    index: int
+    """0-based step number within the episode."""
+    raw: str
+    """The agent's raw text for this step (scripted policies write the call they made)."""
+    call: ToolCall | None = None
+    """The parsed call; None when the text held no parseable call."""
+    parse_error: str | None = None
+    """Why ``raw`` could not be parsed, when ``call`` is None."""
+    result: dict[str, Any] = Field(default_factory=dict)
+    """The tool's result fields, or ``{"error": ...}``."""
+    reward: float = 0.0
+    """Per-step reward (ask_question table, 0 for get_task_info, the score for propose_plan)."""
+
+
+class Generation(_Record):
+    """How an episode's agent text was produced (empty for scripted policies)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_new_tokens: int | None = None
+    seed: int | None = None
+    """Sampling seed of this episode."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Recorded(_Record):
+    """Scores as a source log recorded them, kept next to our own re-scoring."""
+
+    source: str
+    """Where the episode came from (e.g. ``published-trace``)."""
+    score: float
+    breakdown: dict[str, float] = Field(default_factory=dict)
+    label: str | None = None
+    """The source's model label."""
+
+
+class Episode(_Record):
+    """One complete (or ended) clarify episode, as logged one JSON object per line."""
+
+    version: int = EPISODE_VERSION
+    """Schema version; bumped on every breaking change."""
+    scenario: Scenario
+    policy: str
+    """Policy or model identity (``oracle``, ``model:checkpoints/clarify-grpo``, ...)."""
+    sample: int = 0
+    """Sample index when a scenario is played K times."""
+    generation: Generation = Field(default_factory=Generation)
+    rubric: Literal["v1", "v2"]
+    turns: list[Turn] = Field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    """The final parsed plan, or None when no plan parsed."""
+    plan_raw: str | None = None
+    """The plan argument exactly as the agent gave it."""
+    score: float = 0.0
+    breakdown: RewardBreakdown | None = None
+    """Set on every ended episode (gate failures included); None only while running."""
+    termination: Termination = "running"
+    questions_asked: int = 0
+    fields_revealed: list[str] = Field(default_factory=list)
+    recorded: Recorded | None = None
+    """Scores from an imported source log, when there is one."""
+
+    @property
+    def id(self) -> str:
+        """Unique within a run: scenario id plus sample index."""
+        return f"{self.scenario.id}#{self.sample}"

@@ -1,0 +1,47 @@
+"""Bootstrap intervals: exact means, degenerate cases, cluster resampling, pairing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core.stats import bootstrap_mean, paired_difference
+
+
+def test_mean_is_exact_and_interval_brackets_it():
+    iv = bootstrap_mean([0.0, 1.0, 0.5, 0.25], seed=1)
+    assert iv.mean == pytest.approx(0.4375)
+    assert iv.lo <= iv.mean <= iv.hi
+    assert iv.n == 4
+
+
+def test_constant_values_have_zero_width():
+    iv = bootstrap_mean([0.3] * 10)
+    assert iv.lo == pytest.approx(0.3) and iv.hi == pytest.approx(0.3)
+
+
+def test_empty_is_nan():
+    iv = bootstrap_mean([])
+    assert math.isnan(iv.mean) and iv.n == 0
+
+
+def test_clusters_widen_interval_for_correlated_rows():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=20)
+    values = np.repeat(centers, 10)  # ten identical rows per cluster
+    clusters = np.repeat(np.arange(20), 10)
+    naive = bootstrap_mean(values, seed=0)
+    clustered = bootstrap_mean(values, clusters, seed=0)
+    assert (clustered.hi - clustered.lo) > 2 * (naive.hi - naive.lo)
+
+
+def test_single_cluster_gives_its_mean():
+    iv = bootstrap_mean([1.0, 3.0], ["a", "a"])
+    assert iv.lo == pytest.approx(2.0) and iv.hi == pytest.approx(2.0)
+
+
+def test_paired_difference():
+    iv = paired_difference([1.0, 0.5, 0.75], [0.5, 0.5, 0.25])
+    assert iv.mean == pytest.approx(1.0 / 3.0)
+    with pytest.raises(ValueError):
+        paired_difference([1.0], [1.0, 2.0])
