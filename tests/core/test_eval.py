@@ -117,3 +117,10 @@ def test_help_explains_every_flag(capsys):
 def test_nan_free_summary_for_single_episode():
     s = summarize(run_eval("oracle", load_scenarios("generated:0-0:easy")))
     assert s.n == 1 and not math.isnan(s.avg_score_ci[0])
+
+
+def test_progress_bar_on_long_runs_only(capsys):
+    run_eval("guess", load_scenarios("generated:0-69"), progress=True)  # 210 episodes
+    assert "guess" in capsys.readouterr().err
+    run_eval("guess", load_scenarios("generated:0-9"), progress=True)  # 30 episodes: quiet
+    assert capsys.readouterr().err == ""
