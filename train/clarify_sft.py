@@ -83,6 +83,9 @@ def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], lis
     dialog = policy.start(env)
     for turn in episode.turns:
         policy.advance(env, dialog, policy.encode(turn.raw) + [policy.eos_id])
+    if env.termination != episode.termination or env.turns != episode.turns:
+        raise RuntimeError(f"demo {episode.id} did not replay through the chat transcript "
+                           f"({env.termination} vs {episode.termination}): tokenizer or parser mismatch")
     labels = [-100] * len(dialog.prompt_ids) + [t if m else -100 for t, m in zip(dialog.completion_ids, dialog.mask)]
     return dialog.ids, labels
 

@@ -82,8 +82,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096) -> PreTrainedT
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS + TAG_TOKENS,
+        vocab_size=vocab_size - len(TAG_TOKENS),
+        special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -92,7 +92,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096) -> PreTrainedT
         tokenizer_object=tok, bos_token=None, eos_token=IM_END, pad_token=PAD,
         additional_special_tokens=[IM_START], padding_side="left",
     )
-    fast.add_tokens(TAG_TOKENS)  # already in the vocabulary: this marks them as unsplittable
+    fast.add_tokens(TAG_TOKENS)  # unsplittable but not special: decoded text keeps them
     fast.chat_template = CHAT_TEMPLATE
     return fast
 
