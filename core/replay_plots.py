@@ -129,7 +129,9 @@ def breakdown_bars(breakdown: RewardBreakdown | None) -> go.Figure:
     values = [breakdown.components.get(n, 0.0) for n in names]
     shares = [v * breakdown.weights.get(n, 0.0) * breakdown.gate_passed for n, v in zip(names, values)]
     colors = [COMPONENT_COLORS.get(short_component(n), "#7F7F7F") for n in names]
-    fig = go.Figure(layout=dict(title=title, barmode="overlay", **_LAYOUT))
+    fig = go.Figure(layout=dict(title=dict(text=title, subtitle=dict(
+        text="pale bar: component value · solid bar: weight × value, its share of the score")),
+        barmode="overlay", showlegend=False, **{**_LAYOUT, "margin": dict(l=50, r=20, t=70, b=40)}))
     fig.add_bar(x=labels, y=values, name="component value", marker=dict(color=colors, opacity=0.35),
                 text=[f"{v:.2f}" for v in values], textposition="outside",
                 hovertemplate="%{x}<br>value %{y:.3f}<extra></extra>")

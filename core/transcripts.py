@@ -54,7 +54,7 @@ def _ask_messages(turn: Turn) -> list[Message]:
         outcome = "field already revealed"
     else:
         outcome = "no field matched"
-    out = [{"role": "assistant", "content": f"❓ {question}"},
+    out = [{"role": "assistant", "content": question or "(empty question)"},
            _block(turn.raw.strip(), res, turn.reward, f"ask_question → {outcome}")]
     if res.get("answer"):
         out.append({"role": "user", "content": str(res["answer"])})
@@ -63,11 +63,15 @@ def _ask_messages(turn: Turn) -> list[Message]:
 
 def _plan_messages(episode: Episode, turn: Turn) -> list[Message]:
     plan = turn.call.arguments.get("plan")
-    shown = plan if isinstance(plan, str) else json.dumps(plan, ensure_ascii=False)
+    try:
+        parsed = json.loads(plan) if isinstance(plan, str) else plan
+        shown = json.dumps(parsed, indent=1, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = str(plan)
     res = {k: v for k, v in turn.result.items() if k not in ("hidden_profile", "breakdown")}
     title = "propose_plan → " + (f"score {turn.result['score']:.3f}" if "score" in turn.result
                                  else f"error: {turn.result.get('error', 'no result')}")
-    return [{"role": "assistant", "content": f"📋 Plan:\n```json\n{shown}\n```"},
+    return [{"role": "assistant", "content": f"**Proposes a plan**\n```json\n{shown}\n```"},
             _block(turn.raw.strip(), res, turn.reward, title)]
 
 
@@ -75,7 +79,8 @@ def turn_messages(episode: Episode, turn: Turn) -> list[Message]:
     """The chat messages for one agent step."""
     if turn.call is None:
         why = turn.parse_error or "no tool call found"
-        return [{"role": "assistant", "content": f"⚠️ unparseable turn ({why}):\n\n{turn.raw}"}]
+        quoted = "\n".join("> " + line for line in (turn.raw.strip() or "(empty)").splitlines())
+        return [{"role": "assistant", "content": f"⚠ **No parseable tool call** ({why})\n\n{quoted}"}]
     if turn.call.name == "ask_question":
         return _ask_messages(turn)
     if turn.call.name == "propose_plan":

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import gradio as gr
 import pandas as pd
 
-from core import episodes as episode_io
+from core import episode_table as table
 from core import replay_plots as plots
 from core import replays
 from core import transcripts
@@ -44,7 +44,7 @@ def on_load(root: str, request: gr.Request | None = None):
     query = dict(request.query_params) if request is not None else {}
     run = query.get("run") if query.get("run") in names else (names[0] if names else None)
     asked = query.get("run")
-    note = f"⚠️ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
+    note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
     b = names[1] if len(names) > 1 else run
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
@@ -52,7 +52,7 @@ def on_load(root: str, request: gr.Request | None = None):
 
 
 def _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text):
-    return replays.Filters(runs=tuple(runs or ()), families=tuple(families or ()),
+    return table.Filters(runs=tuple(runs or ()), families=tuple(families or ()),
                            difficulties=tuple(difficulties or ()), score_min=float(score_min),
                            score_max=float(score_max), gate=gate or "any",
                            terminations=tuple(terminations or ()), text=text or "")
@@ -63,7 +63,7 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     """Episode table of the picked runs under the filters, plus the episode picker's choices."""
     filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
     rows = replays.filtered_rows(root, runs or [], filters, uploads)
-    shown = replays.display_columns(rows)
+    shown = table.display_columns(rows)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(rows["run"], rows["episode"], rows["score"])][:EPISODE_CHOICES_MAX]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
@@ -71,9 +71,9 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     return rows[shown], gr.update(choices=picks), count
 
 
-def pick_row(table: pd.DataFrame, evt: gr.SelectData):
+def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
     """A click on a table row picks that row's episode."""
-    row = table.iloc[evt.index[0]]
+    row = shown.iloc[evt.index[0]]
     return episode_key(str(row["run"]), str(row["episode"]))
 
 
@@ -83,10 +83,10 @@ def show_episode(root, uploads, key):
     try:
         episode = replays.find_episode(root, run, episode_id, uploads)
     except replays.RunNotFound as exc:
-        return f"⚠️ {exc}", [], None, plots.breakdown_bars(None), ""
+        return f"⚠ {exc}", [], None, plots.breakdown_bars(None), ""
     marks = transcripts.marks_frame(transcripts.field_marks(episode))
     link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
-        f"🔗 [Link to this episode](?{urlencode({'run': run, 'episode': episode_id})})")
+        f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
             plots.breakdown_bars(episode.breakdown), link)
 
@@ -96,7 +96,7 @@ def upload_log(root, file, keep_valid, uploads, picked):
     if not file:
         return uploads, "", gr.update(), gr.update(), gr.update()
     try:
-        run = episode_io.load_upload(file, keep_valid=bool(keep_valid))
+        run = replays.load_upload(file, keep_valid=bool(keep_valid))
     except EpisodeLogError as exc:
         return uploads, f"❌ {exc}", gr.update(), gr.update(), gr.update()
     uploads = {**(uploads or {}), run.name: run}
@@ -108,22 +108,23 @@ def upload_log(root, file, keep_valid, uploads, picked):
 def export_table(root, uploads, runs, *filter_values):
     """Write the filtered table to a CSV file for download."""
     rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
-    return str(replays.export_csv(rows[replays.display_columns(rows)]))
+    return gr.update(value=str(table.export_csv(rows[table.display_columns(rows)])), visible=True)
 
 
 def export_episodes(root, uploads, runs, *filter_values):
     """Write the filtered episodes to a JSONL log for download."""
     rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
-    return str(replays.export_jsonl(replays.rows_episodes(root, rows, uploads)))
+    return gr.update(value=str(replays.export_jsonl(replays.rows_episodes(root, rows, uploads))),
+                     visible=True)
 
 
 def overview(root, uploads, runs, *filter_values):
     """The four overview charts for the picked runs under the filters."""
     rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
-    return (plots.family_bars(replays.family_scores(rows)), plots.score_histogram(rows),
+    return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
             plots.questions_histogram(rows),
-            plots.component_bars(replays.component_means(rows, replays.COMPONENTS),
-                                 replays.COMPONENT_WEIGHTS))
+            plots.component_bars(table.component_means(rows, table.COMPONENTS),
+                                 table.COMPONENT_WEIGHTS))
 
 
 def compare(root, uploads, run_a, run_b):
@@ -131,8 +132,8 @@ def compare(root, uploads, run_a, run_b):
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.RunNotFound as exc:
-        return f"⚠️ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
-    return (replays.comparison_note(comp, run_a, run_b), comp.table,
+        return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
+    return (table.comparison_note(comp, run_a, run_b), comp.table,
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=None))
 
