@@ -62,7 +62,10 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
                     terminations, text):
     """Episode table of the picked runs under the filters, plus the episode picker's choices."""
     filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
-    rows = replays.filtered_rows(root, runs or [], filters, uploads)
+    try:
+        rows = replays.filtered_rows(root, runs or [], filters, uploads)
+    except replays.RunNotFound as exc:
+        return None, gr.update(choices=[]), f"⚠ {exc}"
     shown = table.display_columns(rows)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(rows["run"], rows["episode"], rows["score"])][:EPISODE_CHOICES_MAX]
@@ -120,7 +123,10 @@ def export_episodes(root, uploads, runs, *filter_values):
 
 def overview(root, uploads, runs, *filter_values):
     """The four overview charts for the picked runs under the filters."""
-    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    try:
+        rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    except replays.RunNotFound:
+        rows = table.episode_table({})
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
             plots.questions_histogram(rows),
             plots.component_bars(table.component_means(rows, table.COMPONENTS),

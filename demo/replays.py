@@ -50,7 +50,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
     root = gr.State(str(replays_dir))
     uploads = gr.State({})
     with gr.Row(equal_height=True):
-        runs = gr.Dropdown([], multiselect=True, label="Runs", scale=4,
+        runs = gr.Dropdown([], multiselect=True, label="Runs", scale=4, allow_custom_value=True,
                            info="Shipped runs under replays/, plus any log you open here")
         upload = gr.File(label="Open a log (.jsonl, or a published trace .json)", scale=2, height=110)
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
@@ -72,8 +72,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
             header, chat, marks, breakdown, link = _episode_view()
         with gr.Tab("Compare"):
             with gr.Row():
-                run_a = gr.Dropdown([], label="Run a")
-                run_b = gr.Dropdown([], label="Run b")
+                run_a = gr.Dropdown([], label="Run a", allow_custom_value=True)
+                run_b = gr.Dropdown([], label="Run b", allow_custom_value=True)
             comp_note = gr.Markdown()
             diff_plot = gr.Plot(show_label=False)
             diff_table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")

@@ -2,6 +2,8 @@
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,3 +221,9 @@ def test_summary_with_dict_interval(root):
     summary["avg_score_ci"] = {"lo": 0.1, "hi": 0.5}
     path.write_text(json.dumps(summary))
     assert {r.name: r for r in discover_runs(root)}[GUESS].ci == (0.1, 0.5)
+
+
+def test_replay_modules_import_without_gradio():
+    code = ("import sys, core.replays, core.episode_table, core.episodes, core.transcripts, "
+            "core.replay_plots; assert 'gradio' not in sys.modules, 'core imported gradio'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
