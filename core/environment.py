@@ -35,7 +35,7 @@ def parse_plan(plan: str | dict) -> tuple[dict | None, str | None]:
     if isinstance(plan, str):
         try:
             plan = json.loads(plan)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or e.g. a 5,000-digit integer
             return None, f"plan is not valid JSON: {getattr(exc, 'msg', exc)}"
         if not isinstance(plan, dict):
             return None, f"plan must be a JSON object, got a JSON {type(plan).__name__}"
@@ -146,8 +146,11 @@ class ClarifyEnv:
     def _propose(self, plan: Any) -> tuple[dict, float]:
         if not isinstance(plan, (str, dict)):
             return {"error": f"propose_plan: plan must be a JSON object string or an object, got {type(plan).__name__}"}, 0.0
-        self.plan_raw = plan if isinstance(plan, str) else json.dumps(plan, default=str, ensure_ascii=False)
         self.plan, error = parse_plan(plan)
+        if isinstance(plan, str):
+            self.plan_raw = plan
+        else:
+            self.plan_raw = None if self.plan is None else json.dumps(self.plan, ensure_ascii=False)
         self._finish("plan")
         s, b = self.scenario, self.breakdown
         return {"score": b.total, "breakdown": dict(b.components), "hidden_profile": dict(s.hidden_profile),

@@ -124,3 +124,19 @@ def test_progress_bar_on_long_runs_only(capsys):
     assert "guess" in capsys.readouterr().err
     run_eval("guess", load_scenarios("generated:0-9"), progress=True)  # 30 episodes: quiet
     assert capsys.readouterr().err == ""
+
+
+def test_published_row_has_scoreboard_keys_in_table_order():
+    from core.summary import published_row
+
+    s = summarize(run_eval("guess", load_scenarios("clarifyrl-heldout", limit=50)))
+    assert list(s.per_family) == ["medical_intake", "support_triage", "meeting_scheduling", "event_planning"]
+    assert list(s.per_difficulty) == ["easy", "medium", "hard"]
+    row = published_row(s, "guess")
+    assert row["n"] == 50 and row["fam_event_planning"] == s.per_family["event_planning"].mean
+    assert row["max_medical_intake"] == s.per_family["medical_intake"].max
+
+
+def test_compare_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nada")]) == 2
+    assert "holds no episodes.jsonl" in capsys.readouterr().err
