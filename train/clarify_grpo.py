@@ -46,6 +46,7 @@ class ClarifyArgs:
     no_plan_penalty: float = field(default=0.1, metadata={"help": "subtracted when it ends without a plan"})
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
     resume: bool = field(default=False, metadata={"help": "resume from the last checkpoint in output_dir"})
+    max_minutes: float = field(default=0.0, metadata={"help": "stop cleanly after this wall time (0: no limit)"})
 
     def __post_init__(self):
         if self.rubric not in ("v1", "v2"):
@@ -105,6 +106,18 @@ def make_rollout(policy: ChatPolicy, scenarios: dict[str, Scenario], rubric: str
     return rollout
 
 
+class WallClock(TrainerCallback):
+    """Stop training (and save) once the wall-time budget is spent: the machine is shared."""
+
+    def __init__(self, minutes: float, start: float):
+        self.limit, self.start = minutes * 60.0, start
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.limit and time.time() - self.start > self.limit:
+            control.should_training_stop = True
+        return control
+
+
 class ProgressFile(TrainerCallback):
     """Keep ``log_history.json`` current and print one JSON line per log (progress for nohup)."""
 
@@ -141,6 +154,7 @@ def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     trainer = build_trainer(args, config)
     out = Path(config.output_dir)
     trainer.add_callback(ProgressFile(out, start))
+    trainer.add_callback(WallClock(args.max_minutes, start))
     trainer.train(resume_from_checkpoint=args.resume or None)
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(out)
