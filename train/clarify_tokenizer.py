@@ -33,6 +33,19 @@ TOOLS_FOOTER = (
     '"arguments": <args-json-object>}\n</tool_call>'
 )
 
+def domain_tokens() -> list[str]:
+    """Every field name and vocabulary value of the five families, each as one token.
+
+    A value then reads as the same single token in the user's answer ("Budget around <$100-500>.")
+    and in the plan JSON, so writing a plan is copying a token, which a tiny model learns fast;
+    without them BPE merges the value with whatever text surrounds it in each place.
+    """
+    from core.families import FIELDS
+
+    names = list(FIELDS) + [str(v) for f in FIELDS.values() for v in f.values]
+    return sorted(set(names), key=lambda t: (-len(t), t))
+
+
 CHAT_TEMPLATE = (
     "{%- set ns = namespace(first=0) -%}"
     "{%- if messages and messages[0].role == 'system' -%}{%- set ns.first = 1 -%}{%- endif -%}"
@@ -81,8 +94,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096) -> PreTrainedT
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    extra = TAG_TOKENS + [t for t in domain_tokens() if t not in TAG_TOKENS]
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(TAG_TOKENS),
+        vocab_size=max(300, vocab_size - len(extra)),
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
@@ -92,7 +106,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096) -> PreTrainedT
         tokenizer_object=tok, bos_token=None, eos_token=IM_END, pad_token=PAD,
         additional_special_tokens=[IM_START], padding_side="left",
     )
-    fast.add_tokens(TAG_TOKENS)  # unsplittable but not special: decoded text keeps them
+    fast.add_tokens(extra)  # unsplittable but not special: decoded text keeps them
     fast.chat_template = CHAT_TEMPLATE
     return fast
 

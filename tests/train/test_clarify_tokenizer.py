@@ -84,3 +84,15 @@ def test_tags_are_single_visible_tokens(tiny_tokenizer):
 
 def test_vocabulary_is_small(tiny_tokenizer):
     assert 256 < len(tiny_tokenizer) <= 600
+
+
+def test_field_values_read_as_the_same_token_in_answers_and_plans(tiny_tokenizer):
+    from train.clarify_tokenizer import domain_tokens
+
+    for token in domain_tokens():
+        ids = tiny_tokenizer(token, add_special_tokens=False)["input_ids"]
+        assert len(ids) == 1, token
+    answer = tiny_tokenizer("I'd like to use go+gin.", add_special_tokens=False)["input_ids"]
+    plan = tiny_tokenizer('{\\"stack\\": \\"go+gin\\"}', add_special_tokens=False)["input_ids"]
+    value = tiny_tokenizer("go+gin", add_special_tokens=False)["input_ids"][0]
+    assert value in answer and value in plan
