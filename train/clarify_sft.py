@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import Qwen3Config, Qwen3ForCausalLM
+from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from core.chat_policy import ChatPolicy
 from core.environment import ClarifyEnv
@@ -34,6 +34,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 class SFTConfig:
     out: str = field(default="checkpoints/clarify-warmup", metadata={"help": "output directory (HF layout)"})
     seed: int = field(default=0, metadata={"help": "seed for demos, tokenizer corpus, init and batches"})
+    init_from: str = field(default="", metadata={"help": "continue from this checkpoint (its tokenizer and weights)"})
     demos: int = field(default=4000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
@@ -134,8 +135,12 @@ def main(cfg: SFTConfig) -> None:
     check_family_tables()
     rng = random.Random(cfg.seed)
     start = time.time()
-    tokenizer = train_tokenizer(corpus(cfg.tokenizer_demos, seed=cfg.seed), cfg.vocab_size)
-    model = build_model(cfg, len(tokenizer))
+    if cfg.init_from:
+        tokenizer = AutoTokenizer.from_pretrained(cfg.init_from)
+        model = Qwen3ForCausalLM.from_pretrained(cfg.init_from, dtype=torch.float32)
+    else:
+        tokenizer = train_tokenizer(corpus(cfg.tokenizer_demos, seed=cfg.seed), cfg.vocab_size)
+        model = build_model(cfg, len(tokenizer))
     policy = ChatPolicy(model, tokenizer, name="warmup")
     rows = [teacher_forced(policy, ep) for ep in demo_episodes(cfg, rng)]
     print(f"{len(rows)} demos, {sum(len(r[0]) for r in rows)} tokens, "
@@ -146,6 +151,11 @@ def main(cfg: SFTConfig) -> None:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     record = {"config": asdict(cfg), "wall_time_s": round(time.time() - start, 1), "log_history": log}
+    stages = []
+    if cfg.init_from and (Path(cfg.init_from) / "training_log.json").is_file():
+        earlier = json.loads((Path(cfg.init_from) / "training_log.json").read_text())
+        stages = earlier.get("stages", [earlier])
+    record["stages"] = stages + [{k: v for k, v in record.items() if k != "stages"}]
     (out / "training_log.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"saved to {out} in {record['wall_time_s']} s", flush=True)
 

@@ -20,6 +20,12 @@ def test_sft_smoke_writes_a_loadable_checkpoint(tmp_path):
     log = json.loads((out / "training_log.json").read_text())
     assert log["log_history"] and log["config"]["demos"] == 24
     assert load_chat_policy(out).model.config.hidden_size == TINY["hidden_size"]
+    # a second stage continues from the first: same tokenizer, both stages logged
+    again = tmp_path / "warmup2"
+    sft_main(SFTConfig(out=str(again), init_from=str(out), demos=16, epochs=1, batch_size=8, seed=1, **TINY))
+    stages = json.loads((again / "training_log.json").read_text())["stages"]
+    assert [st["config"]["demos"] for st in stages] == [24, 16]
+    assert (again / "tokenizer.json").read_text() == (out / "tokenizer.json").read_text()
 
 
 def completion_length_reward(completions, **kwargs):
