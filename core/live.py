@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from core.agent import episode_messages
 from core.environment import ClarifyEnv, parse_plan
 from core.episode_log import write_episodes
 from core.families import FAMILIES
@@ -30,7 +29,8 @@ from core.records import Episode, Generation, Scenario, ToolCall
 from core.registry import ModelCache, ModelEntry, Progress
 from core.rubrics import values_equal_v2
 from core.scenarios import generate_scenario, load_scenarios
-from core.streaming import GenerationSettings, prompt_ids, stream_turn
+from core.chat_policy import ChatPolicy
+from core.streaming import GenerationSettings, stream_turn
 from core.summary import summarize
 from core.toolcalls import parse_tool_call, render_tool_call
 from core.transcripts import chat_messages, turn_messages
@@ -125,8 +125,8 @@ class LiveSession:
     def episode(self) -> Episode:
         """The current episode as a record (scored once ended)."""
         extra = {"mode": self.mode, "live": True}
-        gen = Generation(temperature=self.settings.temperature, max_new_tokens=self.settings.max_new_tokens,
-                         seed=self.settings.seed, extra=extra) if self.mode != "agent" else Generation(extra=extra)
+        gen = self.settings.generation() if self.mode != "agent" else Generation()
+        gen = gen.model_copy(update={"extra": extra})
         return self.env.episode(self.model_label, sample=self.sample, generation=gen)
 
 
@@ -205,25 +205,25 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
         yield session
         return
     session.stopped, session.draft = False, ""
+    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation())
     while not session.done and session.pending is None:
-        ids = prompt_ids(tokenizer, episode_messages(session.scenario, session.env.turns))
         seed = session.settings.seed * 1000 + len(session.env.turns)
-        last = 0.0
+        last, ids = 0.0, []
         session.status = f"generating turn {len(session.env.turns) + 1}"
-        with closing(stream_turn(model, tokenizer, ids, session.settings, stop, seed)) as stream:
-            for text, count in stream:
-                session.draft, session.draft_tokens = text, count
+        with closing(stream_turn(policy, session.env, stop, seed)) as stream:
+            for session.draft, ids in stream:
+                session.draft_tokens = len(ids)
                 if time.monotonic() - last >= min_interval:
                     last = time.monotonic()
                     yield session
-        if stop.is_set() and session.draft_tokens < session.settings.max_new_tokens and not _complete(session.draft):
-            session.draft, session.draft_tokens, session.stopped = "", 0, True
+        finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
+        raw, session.draft, session.draft_tokens = session.draft, "", 0
+        if stop.is_set() and not finished:
+            session.stopped = True
             session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
             yield session
             return
-        raw, session.draft, session.draft_tokens = session.draft, "", 0
         _apply_model_text(session, raw)
-        stop.clear()
         _settle(session)
         yield session
 
@@ -247,10 +247,6 @@ def mark_stopped(session: LiveSession) -> LiveSession:
         session.draft, session.draft_tokens, session.stopped = "", 0, True
         session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
     return session
-
-
-def _complete(text: str) -> bool:
-    return "</tool_call>" in text
 
 
 def _settle(session: LiveSession) -> None:

@@ -1,10 +1,10 @@
 """Streaming one agent turn from a chat model, with a Stop that halts the computation itself.
 
-``model.generate`` runs in a worker thread and hands each new token to a queue; the caller
-iterates over the growing text. A ``threading.Event`` is checked by a stopping criterion after
-every token, so setting it (the Stop button, or the consumer going away) ends the forward passes
-within one token, not just the display. Generation also ends at ``<|im_end|>``-style EOS or at
-the end of the first ``</tool_call>`` block (one call per step: more text would be ignored).
+The turn is sampled by ``ChatPolicy.sample`` (the same prompt, sampling and end-of-message rule
+as evaluation and training) in a worker thread, with a streamer that queues each new token for
+the caller. The streamer checks the stop flags before accepting a token and raises ``Stopped``
+inside ``generate`` when one is set, so Stop (or the caller going away) ends the forward passes
+within one token rather than just hiding their output.
 """
 
 import queue
@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from core.agent import TOOL_SCHEMAS
-
-TOOL_CALL_END = "</tool_call>"
+from core.chat_policy import ChatPolicy
+from core.environment import ClarifyEnv
+from core.records import Generation
 
 
 @dataclass(frozen=True)
@@ -38,105 +38,70 @@ class GenerationSettings:
         if not 0 <= self.seed < 2**31:
             raise ValueError(f"seed must be in [0, 2^31), got {self.seed}")
 
-
-def prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
-    """Token ids of the conversation, tools declared, thinking off, ready for the agent's turn."""
-    ids = tokenizer.apply_chat_template(messages, tools=TOOL_SCHEMAS, add_generation_prompt=True,
-                                        enable_thinking=False, tokenize=True)
-    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    def generation(self) -> Generation:
+        return Generation(temperature=self.temperature, top_p=1.0, max_new_tokens=self.max_new_tokens,
+                          seed=self.seed)
 
 
-def stop_token_ids(tokenizer: Any) -> list[int]:
-    """EOS ids, plus ``</tool_call>`` when the vocabulary holds it as one token."""
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    for token in ("<|im_end|>", "<|endoftext|>", TOOL_CALL_END):
-        tid = tokenizer.convert_tokens_to_ids(token)
-        if isinstance(tid, int) and tid != tokenizer.unk_token_id and tid >= 0:
-            ids.add(tid)
-    return sorted(ids)
+class Stopped(Exception):
+    """Raised inside ``generate`` by the streamer when the turn was stopped."""
 
 
-def generate_kwargs(tokenizer: Any, ids: list[int], settings: GenerationSettings) -> dict:
-    """The ``generate`` arguments shared by the streaming path and the bare benchmark call."""
-    import torch
+class TokenQueue:
+    """A ``generate`` streamer: drops the prompt, queues new token ids, raises once stopped."""
 
-    sample = settings.temperature > 0
-    return dict(
-        input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-        max_new_tokens=settings.max_new_tokens, do_sample=sample,
-        temperature=settings.temperature if sample else None, top_p=None, top_k=None,
-        eos_token_id=stop_token_ids(tokenizer),
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-    )
-
-
-class _TokenQueue:
-    """A ``generate`` streamer: drops the prompt, queues new token ids, marks the end."""
-
-    def __init__(self):
+    def __init__(self, *flags: threading.Event):
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.flags = flags
         self.prompt_seen = False
 
     def put(self, value):
         if not self.prompt_seen:  # generate() pushes the prompt first
             self.prompt_seen = True
             return
+        if any(flag.is_set() for flag in self.flags):
+            raise Stopped
         self.queue.put(value.reshape(-1).tolist())
 
     def end(self):
         self.queue.put(None)
 
 
-def _stop_criterion(*events: threading.Event):
-    import torch
-    from transformers import StoppingCriteria
-
-    class StopFlag(StoppingCriteria):
-        def __call__(self, input_ids, scores, **kwargs):
-            halt = any(e.is_set() for e in events)
-            return torch.full((input_ids.shape[0],), halt, dtype=torch.bool)
-
-    return StopFlag()
+def turn_text(tokenizer: Any, ids: list[int]) -> str:
+    """A turn's text exactly as ``ChatPolicy.advance`` decodes it (control tokens dropped)."""
+    return tokenizer.decode(ids, skip_special_tokens=True)
 
 
-def clean_text(tokenizer: Any, ids: list[int]) -> str:
-    """Decoded turn text without end-of-turn markers (tool-call tags are kept)."""
-    text = tokenizer.decode(ids, skip_special_tokens=False)
-    for marker in ("<|im_end|>", "<|endoftext|>", tokenizer.eos_token or "<|im_end|>"):
-        text = text.replace(marker, "")
-    return text
-
-
-def stream_turn(model: Any, tokenizer: Any, ids: list[int], settings: GenerationSettings,
-                stop: threading.Event, sample_seed: int) -> Iterator[tuple[str, int]]:
-    """Yield (text so far, tokens so far) as one turn is generated.
+def stream_turn(policy: ChatPolicy, env: ClarifyEnv, stop: threading.Event,
+                sample_seed: int) -> Iterator[tuple[str, list[int]]]:
+    """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
 
     Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
     thread is joined before this returns, so no computation outlives the turn.
     """
-    import torch
-    from transformers import StoppingCriteriaList
-
-    streamer, failure, closed = _TokenQueue(), [], threading.Event()
-    kwargs = generate_kwargs(tokenizer, ids, settings)
+    closed = threading.Event()
+    streamer, failure = TokenQueue(stop, closed), []
+    dialog = policy.start(env)
 
     def work():
         try:
-            torch.manual_seed(sample_seed)
-            with torch.inference_mode():
-                model.generate(**kwargs, streamer=streamer,
-                               stopping_criteria=StoppingCriteriaList([_stop_criterion(stop, closed)]))
+            policy.sample([dialog], sample_seed, streamer=streamer)
+        except Stopped:
+            pass
         except BaseException as exc:  # handed to the consumer, which re-raises it
             failure.append(exc)
+        finally:
             streamer.end()
 
     worker = threading.Thread(target=work, name="live-generate", daemon=True)
     worker.start()
-    new: list[int] = []
+    ids: list[int] = []
     try:
         while (chunk := streamer.queue.get()) is not None:
-            new.extend(chunk)
-            yield clean_text(tokenizer, new), len(new)
+            ids.extend(chunk)
+            if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
+                ids = ids[:ids.index(policy.eos_id) + 1]
+            yield turn_text(policy.tokenizer, ids), ids
     finally:
         closed.set()  # the consumer is gone or done: no token after this one
         worker.join()

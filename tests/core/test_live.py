@@ -13,7 +13,7 @@ from core.episode_log import read_episodes
 from core.policies import revealing_question
 from core.registry import ModelCache, local_entry
 from core.scenarios import generate_scenario, load_scenarios
-from core.streaming import GenerationSettings, stop_token_ids
+from core.streaming import GenerationSettings
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 
@@ -25,23 +25,23 @@ def tiny(tmp_path_factory):
 
 class ScriptedLM:
     """A stand-in for a causal LM: ``generate`` streams the next scripted text token by token
-    through the real tokenizer, honouring max_new_tokens, EOS ids and stopping criteria."""
+    through the real tokenizer, honouring max_new_tokens and the end-of-message id."""
 
     def __init__(self, tokenizer, texts):
         self.tokenizer, self.texts, self.prompts = tokenizer, list(texts), []
 
-    def generate(self, input_ids, streamer, stopping_criteria, max_new_tokens, eos_token_id, **kwargs):
+    def generate(self, input_ids, streamer, max_new_tokens, eos_token_id, **kwargs):
+        import torch
+
         self.prompts.append(self.tokenizer.decode(input_ids[0]))
         streamer.put(input_ids[0])
-        ids = self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"]
-        ids = ids + [self.tokenizer.eos_token_id]
+        ids = self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"] + [eos_token_id]
+        out = []
         for tid in ids[:max_new_tokens]:
-            import torch
-
             streamer.put(torch.tensor([tid]))
-            if tid in eos_token_id or stopping_criteria(input_ids, None).all():
-                break
+            out.append(tid)
         streamer.end()
+        return torch.cat([input_ids, torch.tensor([out])], dim=1)
 
 
 def call(name, **arguments):
@@ -180,7 +180,7 @@ def counting_forward_without_eos(lm, tokenizer):
     """Count forward passes, and forbid end-of-turn tokens so only a stop can end the turn."""
     calls = []
     hook = lm.register_forward_hook(lambda *a: calls.append(1))
-    lm.generation_config.suppress_tokens = stop_token_ids(tokenizer)
+    lm.generation_config.suppress_tokens = [tokenizer.eos_token_id, tokenizer.pad_token_id]
     try:
         yield calls
     finally:
