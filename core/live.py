@@ -13,12 +13,13 @@ Finished episodes are saved as a run under ``<replays>/sessions/`` for the Repla
 """
 
 import copy
+import json
 import re
 import secrets
 import threading
 import time
 from contextlib import closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -29,7 +30,6 @@ from core.records import Episode, Generation, Scenario, ToolCall
 from core.registry import ModelCache, ModelEntry, Progress
 from core.rubrics import values_equal_v2
 from core.scenarios import generate_scenario, load_scenarios
-from core.chat_policy import ChatPolicy
 from core.streaming import GenerationSettings, stream_turn
 from core.summary import summarize
 from core.toolcalls import parse_tool_call, render_tool_call
@@ -204,6 +204,8 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
     if session.mode == "agent" or session.pending is not None or session.done:
         yield session
         return
+    from core.chat_policy import ChatPolicy  # torch is imported only once a model plays
+
     session.stopped, session.draft = False, ""
     policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation())
     while not session.done and session.pending is None:
@@ -238,15 +240,6 @@ def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Ev
         return
     loaded = cache.get(session.entry, session.settings.int8, progress)
     yield from model_turns(session, loaded.model, loaded.tokenizer, stop)
-
-
-def mark_stopped(session: LiveSession) -> LiveSession:
-    """The person pressed Stop: drop the unfinished turn (its generation is already cancelled)."""
-    session = copy.deepcopy(session)
-    if session.draft:
-        session.draft, session.draft_tokens, session.stopped = "", 0, True
-        session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
-    return session
 
 
 def _settle(session: LiveSession) -> None:
@@ -302,9 +295,9 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
     return session
 
 
-def with_settings(session: LiveSession, settings: GenerationSettings) -> LiveSession:
-    """The same session with new generation settings (they apply from the next turn)."""
-    return replace(copy.deepcopy(session), settings=settings)
+def plan_skeleton(session: LiveSession) -> str:
+    """A plan with every required key and an empty value: a starting point for the person."""
+    return json.dumps({key: "" for key in session.scenario.required_keys}, indent=1)
 
 
 # ---- saving ---------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ within one token rather than just hiding their output.
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from core.chat_policy import ChatPolicy
 from core.environment import ClarifyEnv
 from core.records import Generation
+
+if TYPE_CHECKING:  # importing the policy pulls in torch: only when a model actually plays
+    from core.chat_policy import ChatPolicy
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def turn_text(tokenizer: Any, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True)
 
 
-def stream_turn(policy: ChatPolicy, env: ClarifyEnv, stop: threading.Event,
+def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event,
                 sample_seed: int) -> Iterator[tuple[str, list[int]]]:
     """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
 

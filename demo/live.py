@@ -2,8 +2,8 @@
 
 Only components and event wiring live here; every event calls one function of
 ``demo.live_handlers``. Model turns run in the queue under the ``live-generate`` concurrency id
-(``GENERATION_SLOTS`` at a time), so a long generation never blocks other tabs, and Stop cancels
-the running generation (which halts the model at its next token).
+(``GENERATION_SLOTS`` at a time), so a long generation never blocks other tabs. Stop sets the
+running generation's flag (kept in this session's state), which halts the model at its next token.
 """
 
 from pathlib import Path
@@ -45,8 +45,10 @@ def _pickers(models_dir):
     defaults = GenerationSettings()
     with gr.Accordion("Generation settings", open=False):
         with gr.Row():
-            temperature = gr.Slider(0, 2, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)")
-            max_new = gr.Slider(8, 512, value=defaults.max_new_tokens, step=8, label="Max new tokens per turn")
+            temperature = gr.Slider(0, 2, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)",
+                                    elem_id="live-temperature")
+            max_new = gr.Slider(8, 1024, value=defaults.max_new_tokens, step=8, label="Max new tokens per turn",
+                                elem_id="live-max-new")
             sample_seed = gr.Number(value=defaults.seed, precision=0, label="Sampling seed")
     return [model, path, mode, source, family, difficulty, seed, heldout, rubric, temperature, max_new,
             sample_seed, int8], model_note
@@ -69,10 +71,12 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     models_dir = str(models_dir) if models_dir else None
     root, models = gr.State(str(replays_dir)), gr.State(models_dir)
     session = gr.State(None)
+    stop_flag = gr.State(None)
+    """The running generation's threading.Event (set by Stop); one per browser session."""
     settings, model_note = _pickers(models_dir)
     with gr.Row(equal_height=True):
         start = gr.Button("▶ Start episode", variant="primary")
-        go = gr.Button("⏵ Continue")
+        go = gr.Button("Continue ▸")
         stop = gr.Button("■ Stop", variant="stop")
     status = gr.Markdown(elem_classes="live-note")
     with gr.Row():
@@ -103,15 +107,19 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
     gr.on([settings[0].change, settings[1].submit], h.describe_model, [models, settings[0], settings[1]],
           [model_note], api_name="live_check_model")
-    slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate")
-    started = start.click(h.start, [session, root, models, *settings], outputs, api_name="live_start")
-    play = started.then(h.play, [session, root], outputs, api_name="live_play", **slot)
-    resume = go.click(h.play, [session, root], outputs, api_name="live_continue", **slot)
-    answered = gr.on([send.click, reply.submit], h.answer, [session, root, reply], outputs, api_name="live_answer")
-    after_answer = answered.then(lambda: "", None, [reply], api_name=False).then(
-        h.play, [session, root], outputs, api_name=False, **slot)
-    stop.click(h.stopped, [session, root], outputs, cancels=[play, resume, after_answer], api_name="live_stop")
-    asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask")
+    slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate", show_progress_on=[status])
+    quiet = dict(show_progress="hidden")
+    started = start.click(h.start, [session, root, models, *settings], outputs, api_name="live_start", **quiet)
+    started.then(h.plan_template, [session], [plan], api_name=False, **quiet)
+    started.then(h.play, [session, root], outputs + [stop_flag], api_name="live_play", **slot)
+    go.click(h.play, [session, root], outputs + [stop_flag], api_name="live_continue", **slot)
+    answered = gr.on([send.click, reply.submit], h.answer, [session, root, reply], outputs, api_name="live_answer",
+                     **quiet)
+    answered.then(lambda: "", None, [reply], api_name=False).then(
+        h.play, [session, root], outputs + [stop_flag], api_name=False, **slot)
+    stop.click(h.request_stop, [stop_flag], [status], api_name="live_stop", **quiet)
+    asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask",
+                  **quiet)
     asked.then(lambda: "", None, [question], api_name=False)
-    propose.click(h.propose_plan, [session, root, plan], outputs, api_name="live_propose")
-    info.click(h.task_info, [session, root], outputs, api_name="live_info")
+    propose.click(h.propose_plan, [session, root, plan], outputs, api_name="live_propose", **quiet)
+    info.click(h.task_info, [session, root], outputs, api_name="live_info", **quiet)

@@ -2,8 +2,10 @@
 
 The session is a ``core.live.LiveSession`` in ``gr.State`` (one per browser session); the only
 module global is ``MODELS``, the shared cache of loaded read-only models. Generating handlers
-are generators: each yield streams the transcript so far. Stop cancels the event; closing the
-generator sets the stop flag that the model checks after every token.
+are generators: each yield streams the transcript so far, plus the generation's stop flag (a
+``threading.Event`` kept in a per-session ``gr.State``, never copied); Stop sets that flag, the
+model checks it after every token, and the generator itself reports the stopped turn. Closing the
+generator (a closed tab) stops the model the same way.
 """
 
 import threading
@@ -59,7 +61,7 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
     except (live.LiveError, KeyError) as exc:
         return f"⚠️ {exc}"
     found = registry.check(entry, MODELS.cache_dir)
-    return f"{'✅' if found.ok else '❌'} **{entry.key}**: {found.message}"
+    return f"{'✓ available' if found.ok else '✗ unavailable'} · **{entry.key}**: {found.message}"
 
 
 def _budget(session: live.LiveSession | None) -> str:
@@ -95,7 +97,7 @@ def _end_panel(session: live.LiveSession | None, replays_dir: str):
     log = live.save_run(session, replays_dir)
     query = urlencode({"run": session.run_name, "episode": episode.id})
     link = (f'<a href="?{escape(query)}" target="_blank">'
-            f"🔗 Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
+            f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
     return (gr.update(visible=True), transcripts.episode_header(episode, session.run_name),
             plots.breakdown_bars(episode.breakdown), transcripts.marks_frame(transcripts.field_marks(episode)),
             link, str(log))
@@ -128,21 +130,27 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     return view(session, replays_dir)
 
 
+def plan_template(session):
+    """Agent mode: a plan skeleton with the required keys, for the plan editor."""
+    return gr.update() if session is None or session.mode != "agent" else live.plan_skeleton(session)
+
+
 def play(session, replays_dir, progress=gr.Progress()):
     """Let the model take its turns, streaming (until the end, a question for you, or Stop)."""
     stop = threading.Event()
     try:
         for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
-            yield view(state, replays_dir)
+            yield *view(state, replays_dir), stop
     except (live.LiveError, registry.ModelLoadError, RuntimeError) as exc:
-        yield view(session, replays_dir, f"⚠️ {exc}")
+        yield *view(session, replays_dir, f"⚠️ {exc}"), stop
 
 
-def stopped(session, replays_dir):
-    """Stop button (it also cancels the running generation): say so and drop the unfinished turn."""
-    if session is None:
-        return view(session, replays_dir)
-    return view(live.mark_stopped(session), replays_dir)
+def request_stop(stop: threading.Event | None) -> str:
+    """Stop button: ask the running generation to stop (it halts at its next token)."""
+    if stop is None or stop.is_set():
+        return "nothing is generating"
+    stop.set()
+    return "stopping…"
 
 
 def answer(session, replays_dir, text):

@@ -47,7 +47,7 @@ def test_model_list_marks_what_is_here(models_dir):
 def test_watch_episode_streams_and_ends_with_score_breakdown_link_and_download(models_dir, tmp_path):
     out = start(tmp_path, models_dir)
     assert out["chat"][0]["content"] == out["session"].scenario.request and "meeting_scheduling" in out["card"]
-    views = [named(v) for v in h.play(out["session"], str(tmp_path))]
+    views = [named(v[:-1]) for v in h.play(out["session"], str(tmp_path))]
     assert len(views) >= 2 and views[-1]["session"].done
     final = views[-1]
     score = float(re.search(r"score \*\*([0-9.]+)\*\*", final["header"]).group(1))
@@ -81,7 +81,7 @@ def test_broken_or_missing_checkpoint_gives_a_clear_message(models_dir, tmp_path
     shutil.copytree(models_dir / "tiny", folder)
     breakage(folder)
     out = start(tmp_path, models_dir, key="", path=str(folder))
-    views = [named(v) for v in h.play(out["session"], str(tmp_path))]
+    views = [named(v[:-1]) for v in h.play(out["session"], str(tmp_path))]
     assert message in views[-1]["status"] and views[-1]["status"].startswith("⚠️")
 
 
@@ -102,3 +102,13 @@ def test_two_sessions_never_share_state(models_dir, tmp_path):
     assert a.session_id != b.session_id and not a.done and b.done
     assert [t.call.arguments["question"] for t in a.env.turns] == ["Which date?"]
     assert a.run_name != b.run_name and a.episodes == []
+
+
+def test_stop_ends_the_running_turn_and_says_so(models_dir, tmp_path):
+    out = start(tmp_path, models_dir, temperature=0, max_new_tokens=1024)  # greedy: no end token here
+    stream = h.play(out["session"], str(tmp_path))
+    first = next(stream)
+    assert "generating" in first[2] and h.request_stop(first[-1]) == "stopping…"
+    last = named(list(stream)[-1][:-1])
+    assert last["status"].startswith("stopped") and not last["session"].env.turns
+    assert h.request_stop(first[-1]) == "nothing is generating" and h.request_stop(None) == "nothing is generating"
