@@ -1,0 +1,131 @@
+"""The three Decider paths agree, answers are independent of other questions, limits are enforced."""
+
+import random
+
+import pytest
+import torch
+
+from core.decision import Choice, Decider, Limits, Noul, QuestionError, RequestTooLong, Score, SeamError
+from core.decision.random_model import _WORDS
+
+from .test_prompt import _gpt2_style_tokenizer
+
+SMALL_CHUNKS = Limits(question_chunk=3, packed_chunk_tokens=70)  # forces several chunks per request
+
+
+def random_state(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 90))) + rng.choice([".", "!", "", "?"])
+
+
+def random_question(rng: random.Random, i: int):
+    kind = rng.choice(["choice", "score", "noul"])
+    text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 12))) + "?"
+    if kind == "noul":
+        return Noul(text, qid=f"q{i}")
+    k = rng.choice([2, 3, 4, 7, 10, 26])
+    opts = [f"{rng.choice(_WORDS)} {j}" for j in range(k)]
+    return (Choice if kind == "choice" else Score)(text, opts, qid=f"q{i}")
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_shared_and_packed_equal_reference(make_decider, attn):
+    decider = make_decider(attn, limits=SMALL_CHUNKS)
+    rng, worst = random.Random(attn), 0.0
+    for _ in range(10):
+        qs = [random_question(rng, i) for i in range(rng.randint(1, 9))]
+        req = decider.tokenize(random_state(rng), qs)
+        ref = decider.probabilities(req, path="reference")
+        for path in ("shared", "packed", "auto"):
+            worst = max(worst, (decider.probabilities(req, path=path) - ref).abs().max().item())
+    assert worst <= 1e-5
+
+
+def test_masked_letters_are_exactly_zero_on_every_path(make_decider):
+    decider = make_decider()
+    qs = [Choice("Which?", ["a", "b"]), Score("How?", ["1", "2", "3", "4", "5"]), Noul("Is it?")]
+    req = decider.tokenize("some state text", qs)
+    for path in ("reference", "shared", "packed"):
+        p = decider.probabilities(req, path=path)
+        assert (p[0, 2:] == 0).all() and (p[1, 5:] == 0).all() and (p[2, 2:] == 0).all()
+        assert torch.allclose(p.sum(-1), torch.ones(3), atol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["shared", "packed", "auto"])
+def test_other_questions_do_not_change_an_answer(make_decider, path):
+    decider = make_decider(limits=SMALL_CHUNKS)
+    rng = random.Random(7)
+    state = random_state(rng)
+    target = Score("How urgent is this?", ["low", "normal", "high", "critical"], qid="t")
+    others = [random_question(rng, i) for i in range(8)]
+    alone = decider.decide(state, [target], path=path)[0].probs
+    for trial in range(4):
+        mix = rng.sample(others, rng.randint(1, 8))  # add, remove, reorder
+        mix.insert(rng.randint(0, len(mix)), target)
+        got = decider.decide(state, mix, path=path)[mix.index(target)].probs
+        assert max(abs(got[k] - alone[k]) for k in alone) <= 1e-6
+
+
+def test_decide_keeps_keys_and_score_call_shape(make_decider):
+    decider = make_decider()
+    out = decider.decide({"ticket": "login fails"}, {"a": Noul("Is it urgent?"), "b": Choice("Who?", ["x", "y"])})
+    assert list(out) == ["a", "b"] and out["a"].p_true is not None
+    res = decider.score("login fails", {
+        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"SEC": "security", "BIL": "billing"}},
+        "prio": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "mid", "high"]},
+        "page": {"type": "noul", "instructions": "Page someone now?"},
+    })
+    assert set(res["answers"]) == {"team", "prio", "page"}
+    assert set(res["answers"]["team"]["probabilities"]) == {"SEC", "BIL"}
+    assert 0 <= res["answers"]["prio"]["score"] <= 1 and "p_true" in res["answers"]["page"]
+    assert res["usage"]["state_truncated"] is False and res["usage"]["input_tokens"] > res["usage"]["state_tokens"]
+
+
+def test_bad_requests_are_refused(make_decider):
+    decider = make_decider()
+    with pytest.raises(QuestionError, match="no questions"):
+        decider.decide("state", [])
+    with pytest.raises(QuestionError, match="state is empty"):
+        decider.decide(" ", [Noul("Is it?")])
+    with pytest.raises(QuestionError, match="expected Choice, Score or Noul"):
+        decider.decide("state", [{"kind": "choice"}])
+    with pytest.raises(ValueError, match="unknown path"):
+        decider.decide("state", [Noul("Is it?")], path="fast")
+
+
+def test_over_limit_is_refused_with_counts_or_flagged_when_opted_in(make_decider):
+    decider = make_decider(limits=Limits(max_prefix_tokens=40, max_suffix_tokens=45))
+    state = " ".join(["customer billing outage"] * 30)
+    long_q = Choice("which " * 40 + "team?", ["billing", "security"], qid="long")
+    short_q = Noul("Is it urgent?", qid="short")
+    with pytest.raises(RequestTooLong) as err:
+        decider.decide(state, [short_q, long_q])
+    msg = str(err.value)
+    assert "state prefix is" in msg and "limit 40" in msg and "question 'long' is" in msg and "truncate=True" in msg
+    answers = decider.decide(state, [short_q, long_q], truncate=True)
+    assert answers[0].truncated.state_tokens_removed > 0 and answers[0].truncated.question_tokens_removed == 0
+    assert answers[1].truncated.question_tokens_removed > 0
+    req = decider.tokenize(state, [short_q, long_q], truncate=True)
+    assert len(req.prefix) <= 40 and all(len(s) <= 45 for s in req.suffixes)
+    res = decider.score(state, {"p": {"type": "noul", "instructions": "Is it urgent?"}}, truncate=True)
+    assert res["usage"]["state_truncated"] is True and res["answers"]["p"]["truncated"]["state_tokens_removed"] > 0
+
+
+def test_options_are_never_cut(make_decider):
+    decider = make_decider(limits=Limits(max_suffix_tokens=30))
+    many = Choice("Which?", [f"option number {i} here" for i in range(10)], qid="wide")
+    with pytest.raises(RequestTooLong, match="options alone exceed"):
+        decider.decide("state", [many], truncate=True)
+
+
+def test_a_merging_tokenizer_is_refused(make_decider):
+    body = make_decider().body
+    with pytest.raises(SeamError):
+        Decider(body, torch.zeros(26, 32), _gpt2_style_tokenizer())
+
+
+def test_core_decision_imports_neither_gradio_nor_trl():
+    import subprocess
+    import sys
+
+    code = "import sys, core.decision.export; assert not {'gradio', 'trl'} & set(sys.modules), 'leak'"
+    subprocess.run([sys.executable, "-c", code], check=True)
