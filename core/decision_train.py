@@ -95,3 +95,28 @@ def should_stop(step0_accuracy: float, history: Sequence[float], margin: float =
     if len(history) < window:
         return False
     return all(acc < step0_accuracy - margin for acc in history[-window:])
+
+
+class Judge:
+    """The bandit's only window on the labels: c(prompt index, sampled option) in {0, 1}.
+
+    Built from the labelled rows, it keeps the labels private; the RL loop receives label-free
+    prompts and this callback, so it can learn only from the outcomes of options it sampled.
+    """
+
+    def __init__(self, rows: Sequence):
+        self._labels = tuple(int(r.label) for r in rows)
+        self.calls = 0
+        """How many outcomes were revealed (one per sampled option)."""
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    def __call__(self, index: int, option: int) -> float:
+        self.calls += 1
+        return 1.0 if self._labels[index] == option else 0.0
+
+    def outcomes(self, indices: Sequence[int], actions: torch.Tensor) -> torch.Tensor:
+        """c for each sampled option: [B, G] floats, one callback per sample."""
+        return torch.tensor([[self(i, int(a)) for a in row] for i, row in zip(indices, actions.tolist())],
+                            dtype=torch.float32)
