@@ -27,12 +27,16 @@ GOAL = 5_000
 
 
 def measure(policy_name: str, rubric: str, scenarios, *, seconds: float, generate: bool = False) -> dict:
-    """Play scenarios round-robin for about ``seconds``; return episodes per second."""
+    """Play scenarios round-robin for about ``seconds`` of CPU time; return episodes per second.
+
+    CPU time of this process (not wall time) is the clock, so helpers sharing the machine slow
+    the run down but do not distort the rate much.
+    """
     policy = make_policy(policy_name)
     rng = random.Random(0)
-    done, start = 0, time.perf_counter()
+    done, start, wall = 0, time.process_time(), time.perf_counter()
     deadline = start + seconds
-    while time.perf_counter() < deadline:
+    while time.process_time() < deadline:
         for s in scenarios:
             if generate:
                 s = generate_scenario(s.seed, s.difficulty)
@@ -40,17 +44,19 @@ def measure(policy_name: str, rubric: str, scenarios, *, seconds: float, generat
             policy.play(env, rng)
             env.episode(policy_name)
         done += len(scenarios)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     return {"policy": policy_name, "rubric": rubric, "generate": generate, "episodes": done,
-            "seconds": elapsed, "episodes_per_second": done / elapsed}
+            "cpu_seconds": elapsed, "wall_seconds": time.perf_counter() - wall,
+            "episodes_per_second": done / elapsed}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="0.3 s per configuration instead of 2 s")
     p.add_argument("--json", default=None, help="write the measurements as JSON here")
+    p.add_argument("--seconds", type=float, default=None, help="CPU seconds per configuration (overrides --quick)")
     args = p.parse_args(argv)
-    seconds = 0.3 if args.quick else 2.0
+    seconds = args.seconds if args.seconds is not None else 0.3 if args.quick else 2.0
     scenarios = load_scenarios("clarifyrl-heldout")
     configs = [("oracle", "v1", False), ("oracle", "v2", False), ("guess", "v1", False),
                ("ask-required", "v2", False), ("random", "v1", False), ("oracle", "v2", True)]
@@ -66,7 +72,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     verdict = "meets" if slowest["episodes_per_second"] >= GOAL else "misses"
-    print(f"slowest configuration ({slowest['policy']} {slowest['rubric']}): "
+    label = f"{slowest['policy']} {slowest['rubric']}" + (" +generation" if slowest["generate"] else "")
+    print(f"slowest configuration ({label}): "
           f"{slowest['episodes_per_second']:,.0f} complete scored episodes/s on one core ({verdict} the {GOAL:,}/s goal)")
     return 0
 

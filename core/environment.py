@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from core.families import ASK_REWARDS, QUESTION_CHAR_CAP
-from core.records import Episode, Generation, RewardBreakdown, Scenario, ToolCall, Turn
+from core.records import EPISODE_VERSION, Episode, Generation, RewardBreakdown, Scenario, ToolCall, Turn, trusted
 from core.rubrics import VERSIONS, RubricVersion, score
 from core.user_sim import respond
 
@@ -35,7 +35,7 @@ def parse_plan(plan: str | dict) -> tuple[dict | None, str | None]:
     if isinstance(plan, str):
         try:
             plan = json.loads(plan)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or e.g. a 5,000-digit integer
             return None, f"plan is not valid JSON: {getattr(exc, 'msg', exc)}"
         if not isinstance(plan, dict):
             return None, f"plan must be a JSON object, got a JSON {type(plan).__name__}"
@@ -86,8 +86,8 @@ class ClarifyEnv:
     def step(self, call: ToolCall | None, raw: str = "", parse_error: str | None = None) -> Turn:
         """Apply one agent turn. ``call=None`` means the text held no parseable call (ends it)."""
         if self.done:
-            return Turn.model_construct(index=len(self.turns), raw=raw, call=call, parse_error=parse_error,
-                                        result={"error": ENDED}, reward=0.0)
+            return trusted(Turn, index=len(self.turns), raw=raw, call=call, parse_error=parse_error,
+                           result={"error": ENDED}, reward=0.0)
         self.steps += 1
         reward = 0.0
         if call is None:
@@ -98,8 +98,8 @@ class ClarifyEnv:
             result, reward = self._dispatch(call)
         if not self.done and self.steps >= self.scenario.max_steps:
             self._finish("max_steps")
-        turn = Turn.model_construct(index=len(self.turns), raw=raw, call=call, parse_error=parse_error,
-                                    result=result, reward=reward)
+        turn = trusted(Turn, index=len(self.turns), raw=raw, call=call, parse_error=parse_error,
+                       result=result, reward=reward)
         self.turns.append(turn)
         return turn
 
@@ -146,8 +146,11 @@ class ClarifyEnv:
     def _propose(self, plan: Any) -> tuple[dict, float]:
         if not isinstance(plan, (str, dict)):
             return {"error": f"propose_plan: plan must be a JSON object string or an object, got {type(plan).__name__}"}, 0.0
-        self.plan_raw = plan if isinstance(plan, str) else json.dumps(plan, default=str, ensure_ascii=False)
         self.plan, error = parse_plan(plan)
+        if isinstance(plan, str):
+            self.plan_raw = plan
+        else:
+            self.plan_raw = None if self.plan is None else json.dumps(self.plan, ensure_ascii=False)
         self._finish("plan")
         s, b = self.scenario, self.breakdown
         return {"score": b.total, "breakdown": dict(b.components), "hidden_profile": dict(s.hidden_profile),
@@ -161,8 +164,11 @@ class ClarifyEnv:
 
     def episode(self, policy: str, sample: int = 0, generation: Generation | None = None) -> Episode:
         """The complete record of this episode so far (scored once it has ended)."""
-        return Episode.model_construct(
-            scenario=self.scenario, policy=policy, sample=sample, generation=generation or Generation(),
+        if generation is None:
+            generation = trusted(Generation, temperature=None, top_p=None, max_new_tokens=None, seed=None, extra={})
+        return trusted(
+            Episode, version=EPISODE_VERSION,
+            scenario=self.scenario, policy=policy, sample=sample, generation=generation,
             rubric=self.rubric, turns=list(self.turns), plan=self.plan, plan_raw=self.plan_raw,
             score=self.score, breakdown=self.breakdown, termination=self.termination,
             questions_asked=self.questions_asked, fields_revealed=list(self.revealed), recorded=None,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Iterable
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from core.records import EPISODE_VERSION, Episode
 
@@ -35,6 +36,9 @@ def parse_line(text: str, where: str) -> Episode:
         raise EpisodeLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise EpisodeLogError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    if "version" not in obj:
+        keys = ", ".join(list(obj)[:6]) or "none"
+        raise EpisodeLogError(f"{where}: not an episode record (no 'version' field; its keys: {keys})")
     version = obj.get("version")
     if version != EPISODE_VERSION:
         raise EpisodeLogError(f"{where}: episode version {version!r} is not supported (expected {EPISODE_VERSION})")
@@ -80,8 +84,16 @@ def read_episodes(path: str | Path, *, strict: bool = True) -> LogReport:
 
 
 def dump_episode(episode: Episode) -> str:
-    """One episode as a single JSON line (no trailing newline)."""
-    return episode.model_dump_json()
+    """One episode as a single JSON line (no trailing newline).
+
+    Agent text can hold lone UTF-16 surrogates (a model wrote ``"\\ud800"`` inside its JSON), which
+    UTF-8 cannot encode; such an episode is written with ASCII escapes instead, which reads back
+    to the same text.
+    """
+    try:
+        return episode.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(episode.model_dump(mode="python"), ensure_ascii=True, default=str)
 
 
 def write_episodes(path: str | Path, episodes: Iterable[Episode]) -> int:

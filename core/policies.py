@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from core.environment import ClarifyEnv, render_call
 from core.families import FAMILIES, FIELDS
-from core.records import Generation, ToolCall, Turn
+from core.records import Generation, ToolCall, Turn, trusted
 from core.rubrics import normalise_value
 from core.user_sim import match_field, normalise_question
 
@@ -51,7 +51,7 @@ class Policy(Protocol):
 
 def act(env: ClarifyEnv, name: str, **arguments) -> Turn:
     """Make one tool call; the raw text is the call's plain-text form."""
-    call = ToolCall.model_construct(name=name, arguments=arguments)
+    call = trusted(ToolCall, name=name, arguments=arguments)
     return env.step(call, render_call(call))
 
 
@@ -162,7 +162,11 @@ SCRIPTED = {p.name: p for p in (Oracle(), Guess(), AskRequired(), RandomPolicy()
 
 
 def make_policy(name: str, generation: Generation | None = None) -> Policy:
-    """A scripted policy by name, or ``model:PATH`` for a chat model (via ``core.chat_policy``)."""
+    """A scripted policy by name, or ``model:PATH`` for a chat model.
+
+    ``model:PATH`` calls ``core.chat_policy.load_chat_policy(PATH, generation=...)``; scripted
+    policies ignore ``generation`` (they sample nothing).
+    """
     if name in SCRIPTED:
         return SCRIPTED[name]
     if name.startswith("model:"):

@@ -24,6 +24,31 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def trusted(cls: type[BaseModel], **values: Any) -> Any:
+    """Build a record from values the caller built itself, skipping validation.
+
+    The environment's hot path makes several records per step; ``model_construct`` costs ~10 us
+    each, this ~1 us. Every field must be given (no defaults are filled in); tests check that the
+    result equals the validated record.
+    """
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
+    if values.keys() != names:
+        missing = sorted(set(cls.model_fields) - set(values))
+        raise TypeError(f"trusted {cls.__name__} needs every field; missing {missing}, got extra "
+                        f"{sorted(set(values) - set(cls.model_fields))}")
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
 class Scenario(_Record):
     """One clarify task: a vague request and the hidden profile behind it."""
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Collection, Literal, Mapping
 
 from core.families import CRITICAL_WEIGHT, FAMILIES, FIELDS, GATE_THRESHOLD, OTHER_WEIGHT, RUBRIC_WEIGHTS, SYNONYM_SETS
-from core.records import RewardBreakdown, Scenario
+from core.records import RewardBreakdown, Scenario, trusted
 
 RubricVersion = Literal["v1", "v2"]
 VERSIONS = ("v1", "v2")
@@ -190,5 +190,5 @@ def score(scenario: Scenario, plan: Mapping | None, revealed: Collection[str], q
         for w, v in zip(COMPOSITION.weights, parts):
             total += w * v
     components = {COMPOSITION.gate: gate, **dict(zip(COMPOSITION.names, parts))}
-    return RewardBreakdown.model_construct(rubric=version, total=total, gate_passed=passed,
-                                           components=components, weights=dict(WEIGHTS))
+    return trusted(RewardBreakdown, rubric=version, total=total, gate_passed=passed,
+                   components=components, weights=dict(WEIGHTS))

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 from pydantic import ValidationError
 
 from core.families import DIFFICULTIES, FAMILIES, FIELDS, MAX_QUESTIONS, MAX_STEPS, MIN_CRITICAL, PROFILE_SIZE, TITLES
-from core.records import Scenario
+from core.records import Scenario, trusted
 
 TRAIN_SEEDS = range(0, 10_000)
 """Seeds the training code draws scenarios from."""
@@ -65,7 +65,8 @@ def generate_scenario(seed: int, difficulty: str) -> Scenario:
     request = rng.choice(family.requests)
     # every field is built here from the tables, so validation would only cost time (training
     # draws a scenario per rollout group); tests compare these records with validated ones
-    return Scenario.model_construct(
+    return trusted(
+        Scenario,
         seed=seed,
         family=family.name,
         difficulty=difficulty,

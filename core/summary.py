@@ -10,6 +10,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.families import DIFFICULTIES, FAMILIES
 from core.records import Episode
 from core.stats import bootstrap_mean, paired_difference
 
@@ -61,11 +62,13 @@ class RunSummary(BaseModel):
     """Termination reason -> episode count."""
 
 
-def _groups(episodes: Sequence[Episode], key) -> dict[str, GroupStats]:
+def _groups(episodes: Sequence[Episode], key, order: Sequence[str]) -> dict[str, GroupStats]:
+    """Score stats per slice, slices in table order (then any unknown ones as met)."""
     scores = defaultdict(list)
     for e in episodes:
         scores[key(e)].append(e.score)
-    return {k: GroupStats(n=len(v), mean=sum(v) / len(v), max=max(v)) for k, v in scores.items()}
+    names = [k for k in order if k in scores] + [k for k in scores if k not in order]
+    return {k: GroupStats(n=len(scores[k]), mean=sum(scores[k]) / len(scores[k]), max=max(scores[k])) for k in names}
 
 
 def summarize(episodes: Sequence[Episode], *, policy: str | None = None, scenarios: str = "", samples: int = 1,
@@ -95,10 +98,20 @@ def summarize(episodes: Sequence[Episode], *, policy: str | None = None, scenari
         format_pass_rate=sum(e.plan is not None for e in episodes) / n,
         avg_questions=sum(e.questions_asked for e in episodes) / n,
         avg_steps=sum(len(e.turns) for e in episodes) / n,
-        per_family=_groups(episodes, lambda e: e.scenario.family),
-        per_difficulty=_groups(episodes, lambda e: e.scenario.difficulty),
+        per_family=_groups(episodes, lambda e: e.scenario.family, list(FAMILIES)),
+        per_difficulty=_groups(episodes, lambda e: e.scenario.difficulty, DIFFICULTIES),
         components=components, terminations=dict(terminations),
     )
+
+
+def published_row(summary: RunSummary, label: str | None = None) -> dict:
+    """The run as a row of the published scoreboard (runs_summary.json's flat keys)."""
+    row = {"label": label or summary.policy, "model": summary.policy, "n": summary.n,
+           "avg_score": summary.avg_score, "completion_rate": summary.completion_rate}
+    for name, stats in summary.per_family.items():
+        row[f"fam_{name}"] = stats.mean
+        row[f"max_{name}"] = stats.max
+    return row
 
 
 class Comparison(BaseModel):

@@ -195,8 +195,9 @@ def test_episode_record_is_complete_and_round_trips():
     assert ep.termination == "plan" and ep.questions_asked == 1 and ep.fields_revealed == ["date"]
     assert ep.plan == PLAN and json.loads(ep.plan_raw) == PLAN
     assert ep.score == ep.breakdown.total and [t.index for t in ep.turns] == [0, 1, 2]
-    again = Episode.model_validate_json(ep.model_dump_json())
-    assert again == Episode.model_validate(ep.model_dump())
+    # the env builds records without validation; they must equal validated ones
+    assert Episode.model_validate_json(ep.model_dump_json()) == ep
+    assert Episode.model_validate(ep.model_dump()) == ep
 
 
 def test_running_episode_has_no_breakdown_and_unknown_rubric_is_refused():
@@ -211,3 +212,48 @@ def test_render_and_parse_plan_helpers():
     assert render_call(call("get_task_info")) == "get_task_info()"
     assert parse_plan({1: "a"}) == ({"1": "a"}, None)  # Python dicts become what JSON would give
     assert parse_plan("[" * 100_000)[0] is None  # deep nesting: an error, not a crash
+
+
+@pytest.mark.parametrize("plan", [
+    "1" * 5000,                      # an integer past Python's digit limit
+    '{"a": ' + "1" * 5000 + "}",
+    "[" * 100_000,                   # nesting past the recursion limit
+])
+def test_pathological_plan_strings_do_not_raise(plan):
+    env = ClarifyEnv(SCENARIO)
+    turn = env.step(call("propose_plan", plan=plan))
+    assert env.done and turn.result["parse_error"] and turn.result["score"] == 0.0
+
+
+def test_circular_plan_object_does_not_raise():
+    loop = {"event_type": "birthday"}
+    loop["self"] = loop
+    env = ClarifyEnv(SCENARIO)
+    turn = env.step(call("propose_plan", plan=loop))
+    assert env.done and "could not be read" in turn.result["parse_error"] and env.plan_raw is None
+
+
+def test_lone_surrogates_in_agent_text_still_log(tmp_path):
+    from core.episode_log import read_episodes, write_episodes
+
+    env = ClarifyEnv(SCENARIO)
+    env.step(call("ask_question", question="where \ud800?"), raw="ask_question('where \ud800?')")
+    env.step(None, raw="\udfff", parse_error="no call")
+    write_episodes(tmp_path / "log.jsonl", [env.episode("p")])
+    back = read_episodes(tmp_path / "log.jsonl").episodes[0]
+    assert back.turns[0].call.arguments["question"] == "where \ud800?" and back.turns[1].raw == "\udfff"
+
+
+def test_an_episode_full_of_bad_calls_still_logs_and_reads_back(tmp_path):
+    from core.episode_log import read_episodes, write_episodes
+
+    env = ClarifyEnv(SCENARIO.model_copy(update={"max_steps": 30}))
+    bad = [call("launch"), call("ask_question"), call("ask_question", question=object()),
+           call("ask_question", question="q" * 1_000_000), call("propose_plan", plan={1, 2}),
+           call("propose_plan", plan="[1]")]
+    for c in bad:
+        env.step(c, raw=repr(c)[:200])
+    assert env.termination == "plan" and len(env.turns) == len(bad)
+    write_episodes(tmp_path / "log.jsonl", [env.episode("fuzz")])
+    back = read_episodes(tmp_path / "log.jsonl").episodes[0]
+    assert [t.result.keys() for t in back.turns][:3] == [{"error"}] * 3 and back.termination == "plan"

@@ -117,3 +117,26 @@ def test_help_explains_every_flag(capsys):
 def test_nan_free_summary_for_single_episode():
     s = summarize(run_eval("oracle", load_scenarios("generated:0-0:easy")))
     assert s.n == 1 and not math.isnan(s.avg_score_ci[0])
+
+
+def test_progress_bar_on_long_runs_only(capsys):
+    run_eval("guess", load_scenarios("generated:0-69"), progress=True)  # 210 episodes
+    assert "guess" in capsys.readouterr().err
+    run_eval("guess", load_scenarios("generated:0-9"), progress=True)  # 30 episodes: quiet
+    assert capsys.readouterr().err == ""
+
+
+def test_published_row_has_scoreboard_keys_in_table_order():
+    from core.summary import published_row
+
+    s = summarize(run_eval("guess", load_scenarios("clarifyrl-heldout", limit=50)))
+    assert list(s.per_family) == ["medical_intake", "support_triage", "meeting_scheduling", "event_planning"]
+    assert list(s.per_difficulty) == ["easy", "medium", "hard"]
+    row = published_row(s, "guess")
+    assert row["n"] == 50 and row["fam_event_planning"] == s.per_family["event_planning"].mean
+    assert row["max_medical_intake"] == s.per_family["medical_intake"].max
+
+
+def test_compare_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nada")]) == 2
+    assert "holds no episodes.jsonl" in capsys.readouterr().err

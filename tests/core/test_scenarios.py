@@ -150,3 +150,10 @@ def test_generated_records_equal_validated_ones():
         for difficulty in ("easy", "medium", "hard"):
             s = generate_scenario(seed, difficulty)
             assert Scenario.model_validate(s.model_dump()) == s
+
+
+def test_published_table_slice_families_match_our_first_50(reference_dir):
+    table = json.loads((reference_dir / "clarifyrl" / "runs_summary.json").read_text())
+    first50 = load_scenarios("clarifyrl-heldout", limit=50)
+    assert sorted({s.family for s in first50}) == sorted(table["families"])
+    assert {row["n"] for row in table["rows"]} == {50}
