@@ -16,11 +16,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 from transformers import HfArgumentParser
 
-from core.calibration import accuracy, expected_calibration_error
+from core import calibration as cal
 from core.decision.export import export_decision, load_decider
 from core.decision_batches import Prompt, option_probs, prompt_of
 from core.decision_data.store import read_partition
@@ -122,11 +121,10 @@ def load_prompts(data_dir: str | Path, partition: str, limit: int = 0):
 def evaluate(body, rows: torch.Tensor, tokenizer, labelled: Sequence, prompts: Sequence[Prompt]) -> dict:
     """Accuracy, ECE and mean confidence of the model on labelled rows (val during training)."""
     probs = option_probs(body, rows, tokenizer, prompts)
-    k = [len(p.options) for p in prompts]
-    top = [float(probs[i, : k[i]].max()) for i in range(len(k))]
-    hits = [float(int(np.argmax(probs[i, : k[i]])) == r.label) for i, r in enumerate(labelled)]
-    return {"accuracy": accuracy(hits), "ece": expected_calibration_error(top, hits),
-            "mean_confidence": float(np.mean(top))}
+    p = [probs[i, : len(q.options)] for i, q in enumerate(prompts)]
+    y = [r.label for r in labelled]
+    return {"accuracy": cal.accuracy(p, y), "ece": cal.ece(p, y), "brier": cal.brier(p, y),
+            "mean_confidence": cal.mean_confidence(p)}
 
 
 def optimizer_for(params, lr: float, weight_decay: float = 0.1) -> torch.optim.AdamW:

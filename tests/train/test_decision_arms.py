@@ -10,7 +10,7 @@ from core.decision.prompt import check_seam, letter_token_ids, split_prompt
 from core.decision_batches import Prompt
 from core.decision_data.store import read_partition
 from core.decision_train import Judge
-from train import decision_data, decision_rl, decision_supervised, decision_tokenizer, decision_warmup
+from train import decision_data, decision_eval, decision_rl, decision_supervised, decision_tokenizer, decision_warmup
 from train.decision_run import Run, load_model, load_prompts
 
 TINY = {"format": 40, "warmup": 20, "rl": 20, "val": 10, "test": 10}
@@ -140,3 +140,41 @@ def test_bandit_loop_never_sees_labels(base, warm):
     # while a judge built from the scrambled labels does change the result
     c = _rl_run(root, "labels-c", data, warm, lambda _: Judge(scrambled))
     assert not torch.equal(a, c)
+
+
+def test_eval_reports_every_arm_with_intervals_and_plots(base, warm, tmp_path):
+    root, data, _ = base
+    rlcd = root / "rlcd" / "model"
+    if not rlcd.exists():
+        decision_rl.main(decision_rl.RLConfig(init=warm, out=str(root / "rlcd"), data=data, steps=2, batch=4, **FAST))
+    cfg = decision_eval.EvalConfig(arms=f"warmup={warm},rlcd={rlcd}", data=data, json=str(tmp_path / "e.json"),
+                                   plots=str(tmp_path / "plots"), resamples=50)
+    report = decision_eval.main(cfg)
+    saved = json.loads((tmp_path / "e.json").read_text())
+    for arm in ("warmup", "rlcd"):
+        got = saved["arms"][arm]
+        for key in ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p", "probe_escalate_confidence"):
+            assert 0.0 <= got[key] <= 2.0, key
+            assert got["intervals"][key]["lo"] <= got[key] <= got["intervals"][key]["hi"]
+    assert set(saved["paired"]) == {"rlcd-warmup"}
+    assert saved["paired"]["rlcd-warmup"]["accuracy"]["n"] == report["test_rows"]
+    assert (tmp_path / "plots" / "reliability.png").stat().st_size > 1000
+    assert (tmp_path / "plots" / "probe.png").stat().st_size > 1000
+    assert "| rlcd |" in decision_eval.summary_table(report)
+
+
+def test_eval_matches_the_decider(base, warm):
+    """Batched evaluation reads the same probabilities the app's Decider gives."""
+    from core.decision import Choice, Noul, Score
+
+    _, data, _ = base
+    rows = read_partition(data, "test")[:3]
+    batched = decision_eval.probabilities(warm, rows)
+    decider = load_decider(warm)
+    make = {"choice": lambda r: Choice(r.question, r.options), "score": lambda r: Score(r.question, r.options),
+            "noul": lambda r: Noul(r.question)}
+    answers = decider.decide(rows[0].state, [make[r.kind](r) for r in rows])
+    for i, (row, ans) in enumerate(zip(rows, answers)):
+        probs = list(ans.probs.values())
+        assert len(probs) == len(row.options)
+        assert max(abs(a - b) for a, b in zip(probs, batched[i][: len(row.options)])) < 1e-5
