@@ -85,3 +85,16 @@ def option_probs(body, rows: torch.Tensor, tokenizer, prompts: Sequence[Prompt],
 def prompt_lengths(tokenizer, prompts: Sequence[Prompt]) -> list[int]:
     """Token count of each prompt (for batching and limits)."""
     return [len(encode(tokenizer, render_prompt(p.state, p.question, list(p.options)))) for p in prompts]
+
+
+def with_answers(token_ids: Sequence[Sequence[int]], labels: Sequence[int], letter_ids: Sequence[int]) -> list[list[int]]:
+    """Each prompt followed by its answer letter token (" A" .. " Z"), for a language-model loss."""
+    return [list(ids) + [letter_ids[y]] for ids, y in zip(token_ids, labels)]
+
+
+def body_hidden(body, batch: Batch) -> torch.Tensor:
+    """Final hidden states [B, T, H] of a right-padded batch (positions count real tokens only)."""
+    position_ids = (batch.attention_mask.cumsum(-1) - 1).clamp(min=0)
+    out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=position_ids,
+               use_cache=False)
+    return out.last_hidden_state

@@ -120,3 +120,17 @@ class Judge:
         """c for each sampled option: [B, G] floats, one callback per sample."""
         return torch.tensor([[self(i, int(a)) for a in row] for i, row in zip(indices, actions.tolist())],
                             dtype=torch.float32)
+
+
+def lm_loss(hidden: torch.Tensor, embeddings: torch.Tensor, input_ids: torch.Tensor,
+            attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean next-token NLL over real tokens, with the output head tied to the input embeddings.
+
+    The from-scratch format stage adds this to the letter NLL: one labelled letter per row is a
+    sparse signal for a random body, while predicting every token of the state and options gives
+    it dense practice at reading and copying (the published recipe started from a pretrained LM).
+    """
+    logits = hidden[:, :-1].float() @ embeddings.float().T
+    target = input_ids[:, 1:].masked_fill(attention_mask[:, 1:] == 0, -100)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+                                             ignore_index=-100)

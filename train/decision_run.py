@@ -123,8 +123,13 @@ def evaluate(body, rows: torch.Tensor, tokenizer, labelled: Sequence, prompts: S
     probs = option_probs(body, rows, tokenizer, prompts)
     p = [probs[i, : len(q.options)] for i, q in enumerate(prompts)]
     y = [r.label for r in labelled]
+    slices: dict[str, list[int]] = {}
+    for i, r in enumerate(labelled):
+        slices.setdefault(f"{r.source}/{r.kind}", []).append(i)
     return {"accuracy": cal.accuracy(p, y), "ece": cal.ece(p, y), "brier": cal.brier(p, y),
-            "mean_confidence": cal.mean_confidence(p)}
+            "mean_confidence": cal.mean_confidence(p),
+            "accuracy_by": {k: round(cal.accuracy([p[i] for i in v], [y[i] for i in v]), 3)
+                            for k, v in sorted(slices.items())}}
 
 
 def optimizer_for(params, lr: float, weight_decay: float = 0.1) -> torch.optim.AdamW:

@@ -35,7 +35,7 @@ class SupervisedConfig:
     partition: str = field(default="rl", metadata={"help": "rows to learn from"})
     limit: int = field(default=0, metadata={"help": "use only the first N rows (0 = all)"})
     steps: int = field(default=300, metadata={"help": "optimiser steps"})
-    batch: int = field(default=64, metadata={"help": "prompts per step"})
+    batch: int = field(default=48, metadata={"help": "prompts per step"})
     lr: float = field(default=0.0, metadata={"help": "peak lr; 0 = the arm's default"})
     eval_every: int = field(default=50, metadata={"help": "steps between val evaluations"})
     eval_limit: int = field(default=0, metadata={"help": "val rows per evaluation (0 = all)"})
@@ -56,9 +56,10 @@ class SupervisedConfig:
         return self.lr or {"oracle": RL_LR, "continuation": WARMUP_LR}[self.arm]
 
 
-RL_LR = 3e-4
+RL_LR = 1e-3
 """Peak lr of the RL arms (and the oracle); ours is a tiny from-scratch model, not a 0.6B base."""
-WARMUP_LR = 2e-3
+WARMUP_LR = 5e-4
+"""Peak lr of the published-size warmup stage, kept by supervised continuation."""
 
 
 def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
