@@ -72,7 +72,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     verdict = "meets" if slowest["episodes_per_second"] >= GOAL else "misses"
-    print(f"slowest configuration ({slowest['policy']} {slowest['rubric']}): "
+    label = f"{slowest['policy']} {slowest['rubric']}" + (" +generation" if slowest["generate"] else "")
+    print(f"slowest configuration ({label}): "
           f"{slowest['episodes_per_second']:,.0f} complete scored episodes/s on one core ({verdict} the {GOAL:,}/s goal)")
     return 0
 

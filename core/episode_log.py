@@ -36,6 +36,9 @@ def parse_line(text: str, where: str) -> Episode:
         raise EpisodeLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise EpisodeLogError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    if "version" not in obj:
+        keys = ", ".join(list(obj)[:6]) or "none"
+        raise EpisodeLogError(f"{where}: not an episode record (no 'version' field; its keys: {keys})")
     version = obj.get("version")
     if version != EPISODE_VERSION:
         raise EpisodeLogError(f"{where}: episode version {version!r} is not supported (expected {EPISODE_VERSION})")

@@ -19,7 +19,7 @@ from typing import Sequence
 from core.environment import ClarifyEnv
 from core.episode_log import read_episodes, write_episodes
 from core.policies import SCRIPTED, Policy, make_policy
-from core.records import Episode, Scenario
+from core.records import Episode, Generation, Scenario
 from core.rubrics import RubricVersion
 from core.scenarios import SPEC_HELP, load_scenarios
 from core.summary import Comparison, RunSummary, compare, summarize
@@ -101,6 +101,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--rubric", choices=("v1", "v2"), default="v1",
                    help="v1: the published simulator and scoring (for published comparisons); v2: corrected")
     p.add_argument("--seed", type=int, default=0, help="base seed of every episode's random stream")
+    p.add_argument("--temperature", type=float, default=None, help="model policies: sampling temperature (default: the policy's)")
+    p.add_argument("--top-p", type=float, default=None, help="model policies: nucleus sampling mass (default: the policy's)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="model policies: token limit per turn (default: the policy's)")
     p.add_argument("--out", required=True, help="run directory to write (created if missing)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar (shown on stderr for long runs)")
     return p
@@ -120,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["compare"]:
         args = _compare_parser().parse_args(argv[1:])
-        result = compare_runs(args.a, args.b)
+        try:
+            result = compare_runs(args.a, args.b)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if args.json:
             Path(args.json).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"A={result.a}  B={result.b}  shared scenarios={result.n_shared} (only A {result.only_a}, only B {result.only_b})")
@@ -130,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _run_parser().parse_args(argv)
     try:
         scenarios = load_scenarios(args.scenarios, args.limit)
-        policy = make_policy(args.policy)
-    except ValueError as exc:
+        generation = Generation(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
+        policy = make_policy(args.policy, generation=generation)
+    except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not scenarios:

@@ -162,7 +162,11 @@ SCRIPTED = {p.name: p for p in (Oracle(), Guess(), AskRequired(), RandomPolicy()
 
 
 def make_policy(name: str, generation: Generation | None = None) -> Policy:
-    """A scripted policy by name, or ``model:PATH`` for a chat model (via ``core.chat_policy``)."""
+    """A scripted policy by name, or ``model:PATH`` for a chat model.
+
+    ``model:PATH`` calls ``core.chat_policy.load_chat_policy(PATH, generation=...)``; scripted
+    policies ignore ``generation`` (they sample nothing).
+    """
     if name in SCRIPTED:
         return SCRIPTED[name]
     if name.startswith("model:"):

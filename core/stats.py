@@ -6,7 +6,7 @@ questions about one ticket) the resampling unit is the cluster, not the row.
 """
 
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -70,3 +70,50 @@ def paired_difference(
     if xa.shape != xb.shape:
         raise ValueError(f"paired samples differ in length: {xa.size} vs {xb.size}")
     return bootstrap_mean(xa - xb, clusters, **kwargs)
+
+
+def bootstrap_statistic(
+    statistic: Callable[[np.ndarray], float],
+    n: int,
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Any statistic of ``n`` rows (ECE, Brier, ...) with a percentile bootstrap interval.
+
+    ``statistic(idx)`` computes the value on the rows ``idx`` (an int array, repeats allowed). With
+    ``clusters`` whole clusters are drawn and all their rows kept. Empty input gives NaNs, as in
+    ``bootstrap_mean``.
+    """
+    if n == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+    draws = _resample_indices(n, clusters, resamples, np.random.default_rng(seed))
+    stats = np.array([statistic(idx) for idx in draws])
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.nanquantile(stats, [alpha, 1.0 - alpha])
+    return Interval(float(statistic(np.arange(n))), float(lo), float(hi), n)
+
+
+def paired_statistic_difference(
+    statistic_a: Callable[[np.ndarray], float],
+    statistic_b: Callable[[np.ndarray], float],
+    n: int,
+    clusters: Sequence[Hashable] | None = None,
+    **kwargs,
+) -> Interval:
+    """``statistic_a - statistic_b`` on the same rows, each resample shared by both (paired)."""
+    return bootstrap_statistic(lambda idx: statistic_a(idx) - statistic_b(idx), n, clusters, **kwargs)
+
+
+def _resample_indices(n: int, clusters, resamples: int, rng) -> list[np.ndarray]:
+    """Row-index arrays for each resample: rows drawn with replacement, or whole clusters."""
+    if clusters is None:
+        return list(rng.integers(0, n, size=(resamples, n)))
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster ids for {n} rows")
+    _, inverse = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    members = [np.flatnonzero(inverse == c) for c in range(inverse.max() + 1)]
+    draws = rng.integers(0, len(members), size=(resamples, len(members)))
+    return [np.concatenate([members[c] for c in row]) for row in draws]

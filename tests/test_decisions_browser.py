@@ -30,7 +30,7 @@ def app_url(tmp_path_factory):
     torch.set_num_threads(1)
     import app
 
-    blocks = app.build(str(export_models(tmp_path_factory.mktemp("models"))))
+    blocks = app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))
     _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield url.rstrip("/")
     blocks.close()

@@ -28,7 +28,7 @@ def client(tmp_path_factory):
     import app
     from gradio_client import Client
 
-    blocks = app.build(str(export_models(tmp_path_factory.mktemp("models"))))
+    blocks = app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))
     _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield Client(url, verbose=False)
     blocks.close()

@@ -242,3 +242,18 @@ def test_lone_surrogates_in_agent_text_still_log(tmp_path):
     write_episodes(tmp_path / "log.jsonl", [env.episode("p")])
     back = read_episodes(tmp_path / "log.jsonl").episodes[0]
     assert back.turns[0].call.arguments["question"] == "where \ud800?" and back.turns[1].raw == "\udfff"
+
+
+def test_an_episode_full_of_bad_calls_still_logs_and_reads_back(tmp_path):
+    from core.episode_log import read_episodes, write_episodes
+
+    env = ClarifyEnv(SCENARIO.model_copy(update={"max_steps": 30}))
+    bad = [call("launch"), call("ask_question"), call("ask_question", question=object()),
+           call("ask_question", question="q" * 1_000_000), call("propose_plan", plan={1, 2}),
+           call("propose_plan", plan="[1]")]
+    for c in bad:
+        env.step(c, raw=repr(c)[:200])
+    assert env.termination == "plan" and len(env.turns) == len(bad)
+    write_episodes(tmp_path / "log.jsonl", [env.episode("fuzz")])
+    back = read_episodes(tmp_path / "log.jsonl").episodes[0]
+    assert [t.result.keys() for t in back.turns][:3] == [{"error"}] * 3 and back.termination == "plan"

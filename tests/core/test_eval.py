@@ -135,3 +135,8 @@ def test_published_row_has_scoreboard_keys_in_table_order():
     row = published_row(s, "guess")
     assert row["n"] == 50 and row["fam_event_planning"] == s.per_family["event_planning"].mean
     assert row["max_medical_intake"] == s.per_family["medical_intake"].max
+
+
+def test_compare_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nada")]) == 2
+    assert "holds no episodes.jsonl" in capsys.readouterr().err

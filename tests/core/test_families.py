@@ -62,3 +62,48 @@ def test_tables_are_self_consistent():
         assert set(family.critical) <= set(family.fields)
         assert set(family.required) <= set(family.fields)
         assert all(f in fam.FIELDS for f in family.fields)
+
+
+def our_tables() -> dict:
+    """Our tables laid out as the published environment_tables.json (the keys we transcribe)."""
+    return {
+        "families": list(fam.FAMILIES),
+        "family_fields": {n: list(f.fields) for n, f in fam.FAMILIES.items()},
+        "critical_fields_by_family": {n: list(f.critical) for n, f in fam.FAMILIES.items()},
+        "required_plan_keys_by_family": {n: list(f.required) for n, f in fam.FAMILIES.items()},
+        "request_templates_by_family": {n: list(f.requests) for n, f in fam.FAMILIES.items()},
+        "field_values": {n: list(f.values) for n, f in fam.FIELDS.items()},
+        "field_keywords": {n: list(f.keywords) for n, f in fam.FIELDS.items()},
+        "answer_phrasing": {n: f.phrasing for n, f in fam.FIELDS.items()},
+        "no_match_reply_by_family": {n: f.no_match_reply for n, f in fam.FAMILIES.items()},
+    }
+
+
+def published_projection(tables: dict) -> dict:
+    sim = tables["user_simulator"]
+    out = {k: tables[k] for k in ("families", "family_fields", "critical_fields_by_family",
+                                  "required_plan_keys_by_family", "request_templates_by_family", "field_values")}
+    out["field_values"] = {n: out["field_values"][n] for n in fam.FIELDS}  # our field order
+    out["field_keywords"] = {n: sim["field_keywords"][n] for n in fam.FIELDS}
+    out["answer_phrasing"] = {n: sim["answer_phrasing"][n] for n in fam.FIELDS}
+    out["no_match_reply_by_family"] = sim["no_match_reply_by_family"]
+    return out
+
+
+TABLES_SHA256 = "f9c1fe0902223a2ca8d26c82418bb6a5b711de75bcf3d1c3ab46e9a30e486702"
+"""sha256 of the published tables projected as in ``published_projection`` (checked below)."""
+
+
+def tables_sha(obj: dict) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=False, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_tables_hash_matches_published(tables):
+    assert tables_sha(published_projection(tables)) == TABLES_SHA256
+
+
+def test_tables_hash_without_reference():
+    # offline twin of the test above: CI without ../shared still catches an edited table value
+    assert tables_sha(our_tables()) == TABLES_SHA256

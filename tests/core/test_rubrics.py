@@ -147,3 +147,18 @@ def test_composition_is_checked_when_built(names, weights, message):
     with pytest.raises(ValueError, match=message):
         Composition(gate="g", threshold=0.5, names=names, weights=weights)
     assert COMPOSITION.threshold == 0.5
+
+
+def test_v2_matches_every_simulator_answer_to_its_own_value_only():
+    from core.families import FIELDS
+    from core.user_sim import phrase_answer
+
+    for name, field in FIELDS.items():
+        for value in field.values:
+            answer = phrase_answer(name, value)
+            assert values_equal_v2(name, answer, value), (name, answer)
+            for other in field.values:
+                if other != value:
+                    assert not values_equal_v2(name, answer, other), (name, answer, other)
+            # v1 never matches the simulator's own answer: the final "." is not stripped
+            assert not values_equal_v1(answer, value), (name, answer)

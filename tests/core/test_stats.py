@@ -45,3 +45,14 @@ def test_paired_difference():
     assert iv.mean == pytest.approx(1.0 / 3.0)
     with pytest.raises(ValueError):
         paired_difference([1.0], [1.0, 2.0])
+
+
+def test_bootstrap_statistic_matches_bootstrap_mean_and_handles_empty():
+    from core.stats import bootstrap_statistic
+
+    values = np.array([0.0, 1.0, 0.5, 0.25, 0.9])
+    iv = bootstrap_statistic(lambda idx: float(values[idx].mean()), 5, ["a", "a", "b", "c", "c"], seed=3)
+    assert iv.mean == pytest.approx(values.mean()) and iv.lo <= iv.mean <= iv.hi and iv.n == 5
+    assert math.isnan(bootstrap_statistic(lambda idx: 0.0, 0).mean)
+    with pytest.raises(ValueError, match="2 cluster ids for 3 rows"):
+        bootstrap_statistic(lambda idx: 0.0, 3, ["a", "b"])

@@ -1,0 +1,229 @@
+"""Replay runs on disk: discovery, safe name resolution, loading, uploads, table, filters, compare."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import episode_table as table
+from core.episode_log import EpisodeLogError, read_episodes, write_episodes
+from core.episode_table import Filters
+from core.replays import (RunNotFound, discover_runs, find_episode, get_run, load_upload, resolve_run,
+                          runs_table, upload_name)
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
+ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    dst = tmp_path / "replays"
+    shutil.copytree(FIXTURE, dst)
+    return dst
+
+
+def test_discover_lists_runs_with_their_summaries(root):
+    runs = {r.name: r for r in discover_runs(root)}
+    assert set(runs) == {ORACLE, GUESS}
+    assert runs[ORACLE].policy == "oracle" and runs[ORACLE].rubric == "v1" and runs[ORACLE].n == 6
+    assert runs[ORACLE].ci is not None and runs[ORACLE].ci[0] <= runs[ORACLE].avg_score <= runs[ORACLE].ci[1]
+
+
+def test_discover_keeps_a_run_without_summary_and_skips_hidden_folders(root):
+    (root / "fixture-set" / "guess" / "summary.json").unlink()
+    shutil.copytree(root / "fixture-set" / "oracle", root / ".hidden" / "oracle")
+    runs = {r.name: r for r in discover_runs(root)}
+    assert set(runs) == {ORACLE, GUESS}
+    assert runs[GUESS].avg_score is None and runs[GUESS].policy == "?"
+
+
+def test_discover_missing_root_is_empty(tmp_path):
+    assert discover_runs(tmp_path / "nope") == []
+
+
+@pytest.mark.parametrize("name", [
+    "../outside",                      # parent traversal
+    "fixture-set/../../outside",       # traversal after a valid part
+    "/etc",                            # absolute path
+    "fixture-set/./oracle",            # dot part
+    ".hidden/oracle",                  # hidden folder
+    "fixture-set\\oracle",             # backslash separator
+    "upload:fixture-set",              # an upload name is never a disk path
+    "fixture-set",                     # a folder without episodes.jsonl
+    "fixture-set/oracle/episodes.jsonl",  # a file, not a run
+    "",                                # empty
+    "a" * 300,                         # absurdly long
+])
+def test_resolve_rejects_names_outside_runs(root, name):
+    with pytest.raises(RunNotFound):
+        resolve_run(root, name)
+
+
+def test_resolve_refuses_a_symlink_leaving_the_directory(root, tmp_path):
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    write_episodes(outside / "episodes.jsonl", read_episodes(FIXTURE / ORACLE / "episodes.jsonl").episodes)
+    (root / "escape").symlink_to(outside)
+    with pytest.raises(RunNotFound):
+        resolve_run(root, "escape")
+    assert "escape" not in {r.name for r in discover_runs(root)}
+
+
+def test_resolve_and_load_a_real_run(root):
+    assert resolve_run(root, ORACLE) == (root / ORACLE / "episodes.jsonl").resolve()
+    run = get_run(root, ORACLE)
+    assert len(run.episodes) == 6 and len(run.table) == 6
+    ep = find_episode(root, ORACLE, "seed1_meeting_scheduling_easy#0")
+    assert ep.scenario.family == "meeting_scheduling"
+    with pytest.raises(RunNotFound, match="no episode"):
+        find_episode(root, ORACLE, "seed99_x_easy#0")
+
+
+def test_load_is_cached_until_the_file_changes(root):
+    first = get_run(root, ORACLE)
+    assert get_run(root, ORACLE) is first
+    log = root / ORACLE / "episodes.jsonl"
+    episodes = read_episodes(log).episodes[:2]
+    write_episodes(log, episodes)
+    assert len(get_run(root, ORACLE).episodes) == 2
+
+
+def test_runs_table_keeps_the_picked_order(root):
+    frame = runs_table(root, [GUESS, ORACLE])
+    assert list(frame["run"].cat.categories) == [GUESS, ORACLE]
+    assert len(frame) == 12 and frame["run"].iloc[0] == GUESS
+
+
+@pytest.mark.parametrize("filters, expected", [
+    (Filters(), 12),                                            # nothing filtered
+    (Filters(runs=(ORACLE,)), 6),                               # one run
+    (Filters(families=("meeting_scheduling",)), 4),             # one family, both runs
+    (Filters(difficulties=("easy",)), 4),                       # easy only
+    (Filters(gate="fail"), 1),                                  # the unparseable guess episode
+    (Filters(terminations=("unparseable",)), 1),                # same, by termination
+    (Filters(score_min=0.7), 5),                                # oracle's good episodes
+    (Filters(score_min=0.2, score_max=0.4), 3),                 # guess's middling ones
+    (Filters(text="ZOOM"), 6),                                  # search is case-insensitive (plans + answers)
+    (Filters(text="no such words anywhere"), 0),                # search that matches nothing
+    (Filters(runs=(GUESS,), gate="pass", difficulties=("hard",)), 1),  # filters combine
+])
+def test_filters(root, filters, expected):
+    frame = runs_table(root, [ORACLE, GUESS])
+    assert len(table.filter_table(frame, filters)) == expected
+
+
+def test_compare_pairs_by_scenario(root):
+    comp = table.compare_runs(get_run(root, ORACLE).episodes, get_run(root, GUESS).episodes)
+    assert len(comp.table) == 6 and comp.only_a == 0 and comp.only_b == 0
+    expected = (comp.table["score_a"] - comp.table["score_b"]).mean()
+    assert comp.difference.mean == pytest.approx(expected)
+    assert comp.difference.lo <= comp.difference.mean <= comp.difference.hi
+    note = table.comparison_note(comp, ORACLE, GUESS)
+    assert "6" in note and "higher" in note
+
+
+def test_compare_with_partial_overlap(root):
+    a = get_run(root, ORACLE).episodes
+    comp = table.compare_runs(a[:4], get_run(root, GUESS).episodes[2:])
+    assert list(comp.table["scenario"]) == [e.scenario.id for e in a[2:4]]
+    assert comp.only_a == 2 and comp.only_b == 2
+
+
+def test_compare_without_overlap_is_explicit(root):
+    a = get_run(root, ORACLE).episodes
+    comp = table.compare_runs(a[:2], a[2:])
+    assert comp.difference.n == 0
+    assert "share no scenario" in table.comparison_note(comp, "a", "b")
+
+
+def test_aggregates(root):
+    frame = runs_table(root, [ORACLE, GUESS])
+    fam = table.family_scores(frame)
+    row = fam[(fam["run"] == ORACLE) & (fam["family"] == "meeting_scheduling")].iloc[0]
+    assert row["n"] == 2 and row["max"] == pytest.approx(0.9)
+    comps = table.component_means(frame, table.COMPONENTS)
+    assert set(comps["component"]) == set(table.COMPONENTS)
+    iv = table.run_interval(frame, ORACLE)
+    assert iv.n == 6 and iv.lo <= iv.mean <= iv.hi
+
+
+def test_exports_round_trip(root, tmp_path):
+    frame = runs_table(root, [ORACLE])
+    csv = table.export_csv(frame[table.display_columns(frame)], tmp_path)
+    assert csv.read_text().splitlines()[0].startswith("run,episode,family")
+    assert "recorded" not in table.display_columns(frame)
+
+
+def test_upload_names_never_touch_disk():
+    assert upload_name("../../etc/passwd") == "upload:passwd"
+    assert upload_name("my log (1).jsonl") == "upload:my_log_1_.jsonl"
+
+
+def test_upload_of_our_format(tmp_path):
+    run = load_upload(FIXTURE / ORACLE / "episodes.jsonl")
+    assert run.name == "upload:episodes.jsonl" and len(run.episodes) == 6 and not run.problems
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _good_lines() -> list[str]:
+    return (FIXTURE / ORACLE / "episodes.jsonl").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("empty.jsonl", b"", "empty"),                                          # empty file
+    ("blank.jsonl", b"\n\n  \n", "no episodes"),                            # only blank lines
+    ("bin.jsonl", bytes(range(256)) * 4, "binary"),                         # binary file
+    ("text.txt", b"hello world", "neither a JSONL"),                        # not JSON at all
+    ("bad.jsonl", b'{"version": 1, "scenario": ', "line 1: not valid JSON"),  # invalid JSON
+    ("schema.jsonl", b'{"hello": "world"}\n', "line 1: not an episode record"),  # wrong schema
+    ("list.json", b'[{"hello": 1}]', "record 0: not a published trace"),    # wrong trace schema
+    ("broken.json", b'[{"a": 1},\n{"b": ', "line 2: not valid JSON"),        # truncated JSON list
+])
+def test_bad_uploads_name_the_problem(tmp_path, name, data, message):
+    with pytest.raises(EpisodeLogError, match=message):
+        load_upload(_write(tmp_path / name, data))
+
+
+def test_one_bad_line_fails_unless_asked_to_keep_valid(tmp_path):
+    lines = _good_lines()
+    lines[2] = lines[2][:50]
+    path = _write(tmp_path / "mixed.jsonl", ("\n".join(lines) + "\n").encode())
+    with pytest.raises(EpisodeLogError, match=r"line 3.*keep valid"):
+        load_upload(path)
+    run = load_upload(path, keep_valid=True)
+    assert len(run.episodes) == 5 and len(run.problems) == 1 and "line 3" in run.problems[0]
+
+
+def test_keep_valid_with_nothing_valid_still_fails(tmp_path):
+    path = _write(tmp_path / "junk.jsonl", b'{"a": 1}\n{"b": 2}\n')
+    with pytest.raises(EpisodeLogError, match="no valid episode"):
+        load_upload(path, keep_valid=True)
+
+
+def test_oversized_upload_is_refused_before_reading(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.truncate(100 * 1024 * 1024)  # a sparse 100 MB file: no disk, no RAM
+    with pytest.raises(EpisodeLogError, match=r"100\.0 MB.*limited to 50 MB"):
+        load_upload(path)
+
+
+def test_summary_with_dict_interval(root):
+    path = root / GUESS / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["avg_score_ci"] = {"lo": 0.1, "hi": 0.5}
+    path.write_text(json.dumps(summary))
+    assert {r.name: r for r in discover_runs(root)}[GUESS].ci == (0.1, 0.5)
+
+
+def test_replay_modules_import_without_gradio():
+    code = ("import sys, core.replays, core.episode_table, core.episodes, core.transcripts, "
+            "core.replay_plots; assert 'gradio' not in sys.modules, 'core imported gradio'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])

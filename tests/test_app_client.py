@@ -1,0 +1,63 @@
+"""The launched app through gradio_client: the Replays endpoints answer under stable api_names."""
+
+import socket
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "replay_runs"
+ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
+FILTERS = dict(families=[], difficulties=[], score_min=0, score_max=1, gate="any", terminations=[], text="")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def client():
+    from gradio_client import Client
+
+    import app
+
+    blocks = app.build(FIXTURE)
+    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1",
+                              server_port=free_port(), quiet=True)
+    yield Client(url, verbose=False)
+    blocks.close()
+
+
+def test_named_endpoints(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/filter_episodes", "/show_episode", "/compare", "/compare_episode", "/overview",
+            "/upload_log", "/export_csv", "/export_jsonl", "/replays_load"} <= names
+
+
+def test_filter_and_show(client):
+    table, picker, count = client.predict([ORACLE, GUESS], *FILTERS.values(), api_name="/filter_episodes")
+    assert "**12** episodes" in count and len(table["data"]) == 12
+    table, _, count = client.predict([GUESS], [], ["hard"], 0, 1, "fail", [], "", api_name="/filter_episodes")
+    assert [row[1] for row in table["data"]] == ["seed6_meeting_scheduling_hard#0"]
+    header, chat, marks, plot, link = client.predict(f"{GUESS}|seed6_meeting_scheduling_hard#0",
+                                                     api_name="/show_episode")
+    assert "unparseable" in header and "gate ✗" in header
+    assert any("No parseable tool call" in str(m["content"]) for m in chat)
+    assert plot is not None and "episode=seed6_meeting_scheduling_hard%230" in link
+
+
+def test_path_traversal_is_refused(client):
+    header, chat, _, _, link = client.predict("../../../etc|passwd", api_name="/show_episode")
+    assert header.startswith("⚠") and chat == [] and link == ""
+
+
+def test_compare(client):
+    note, diff, _, scenarios = client.predict(ORACLE, GUESS, api_name="/compare")
+    assert "6** shared scenarios" in note and len(diff["data"]) == 6
+
+
+def test_export_csv(client):
+    out = client.predict([ORACLE], *FILTERS.values(), api_name="/export_csv")
+    path = out["value"] if isinstance(out, dict) else out
+    assert Path(path).read_text().startswith("run,episode")
