@@ -1,5 +1,6 @@
 """Plot builders: right traces, fixed family colours, explicit empty states."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -15,8 +16,9 @@ RUNS = Path(__file__).parents[1] / "fixtures" / "replay_runs" / "fixture-set"
 
 @pytest.fixture(scope="module")
 def frame():
-    runs = {p: read_episodes(RUNS / p / "episodes.jsonl").episodes for p in ("oracle", "guess")}
-    return table.episode_table(runs)
+    rows = [table.record_row(p, json.loads(ep.model_dump_json()))
+            for p in ("oracle", "guess") for ep in read_episodes(RUNS / p / "episodes.jsonl").episodes]
+    return table.episode_table(rows)
 
 
 def test_family_bars_colour_by_family_and_pattern_by_run(frame):
@@ -59,7 +61,7 @@ def test_breakdown_of_a_failed_gate_contributes_nothing():
 
 @pytest.mark.parametrize("build", [
     lambda: plots.family_bars(pd.DataFrame(columns=["run", "family", "mean", "max", "n"])),
-    lambda: plots.score_histogram(table.episode_table({})),
+    lambda: plots.score_histogram(table.episode_table([])),
     lambda: plots.component_bars(pd.DataFrame(columns=["run", "component", "mean"])),
     lambda: plots.breakdown_bars(None),
     lambda: plots.difference_bars(pd.DataFrame(), "a", "b"),
@@ -70,6 +72,6 @@ def test_empty_inputs_say_so(build):
 
 
 def test_difference_bars_sorted(frame):
-    comp = table.compare_runs(*(read_episodes(RUNS / p / "episodes.jsonl").episodes for p in ("oracle", "guess")))
+    comp = table.compare_runs(frame[frame.run == "oracle"], frame[frame.run == "guess"])
     fig = plots.difference_bars(comp.table, "oracle", "guess")
     assert list(fig.data[0].y) == sorted(fig.data[0].y)
