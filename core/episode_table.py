@@ -1,22 +1,21 @@
 """The episode table: one pandas row per episode, its filters, paired comparison and aggregates.
 
-Pure functions of ``Episode`` records and tables (no disk access but CSV export), so the viewer,
+Pure functions of episode records and tables (no disk access but CSV export), so the viewer,
 the benchmark and notebooks slice logs the same way. ``core.replays`` feeds them runs from disk.
 """
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence
 
 import pandas as pd
 
 from core.families import RUBRIC_WEIGHTS
-from core.records import Episode
 from core.stats import Interval, bootstrap_mean, paired_difference
 
-TABLE_COLUMNS = ["run", "episode", "family", "difficulty", "score", "gate",
-                 "questions", "revealed", "profile", "termination", "recorded"]
+TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
+                 "profile", "termination", "recorded", "run"]
 """Columns shown in the episode table (the frame also holds components and search text);
 ``recorded`` is the score an imported source log recorded, shown only when some row has one."""
 
@@ -46,58 +45,75 @@ class Comparison:
     """Two runs on their shared scenarios: per-scenario scores and the paired difference."""
 
     table: pd.DataFrame
-    """One row per shared scenario: scenario, family, difficulty, score_a, score_b, diff."""
+    """One row per shared scenario: scenario, family, difficulty, score_a, score_b, diff, and
+    episode_a / episode_b (the first episode id of that scenario in each run)."""
     difference: Interval
     """Mean of score_a - score_b over shared scenarios, with its 95% bootstrap interval."""
     only_a: int
     only_b: int
-    episodes: dict[str, tuple[Episode, Episode]] = field(default_factory=dict)
-    """Scenario id -> (first episode of run a, first episode of run b)."""
 
 
 # ---- the episode table -------------------------------------------------------------------
 
+RECORD_KEYS = ("scenario", "sample", "turns", "plan_raw", "score", "breakdown", "termination",
+               "questions_asked", "fields_revealed", "recorded")
+"""Top-level ``Episode`` fields a table row reads (a test checks them against the schema)."""
 
-def _search_text(episode: Episode) -> str:
-    parts = [episode.scenario.id, episode.scenario.request, episode.plan_raw or ""]
-    for turn in episode.turns:
-        parts.append(turn.raw)
-        answer = turn.result.get("answer") or turn.result.get("error")
+
+def record_id(record: dict) -> str:
+    """``Episode.id`` computed from a raw record: ``seed{seed}_{family}_{difficulty}#{sample}``."""
+    sc = record["scenario"]
+    return f"seed{sc.get('seed')}_{sc['family']}_{sc['difficulty']}#{record.get('sample', 0)}"
+
+
+def _search_text(record: dict) -> str:
+    sc = record["scenario"]
+    parts = [record_id(record), sc.get("request", ""), record.get("plan_raw") or ""]
+    for turn in record.get("turns") or ():
+        parts.append(turn.get("raw", ""))
+        result = turn.get("result") or {}
+        answer = result.get("answer") or result.get("error")
         if answer:
             parts.append(str(answer))
     return "\n".join(parts).lower()
 
 
-def episode_row(run: str, episode: Episode) -> dict:
-    """One table row: identity, outcome, and the rubric components by name."""
+def record_row(run: str, record: dict) -> dict:
+    """One table row from a raw episode record (one parsed log line, not yet validated).
+
+    Reading the raw record instead of a validated ``Episode`` is what keeps a 10,000-episode log
+    loading in well under a second; the full record is validated when an episode is opened.
+    """
+    sc, breakdown, recorded = record["scenario"], record.get("breakdown"), record.get("recorded")
     row = {
         "run": run,
-        "episode": episode.id,
-        "scenario": episode.scenario.id,
-        "family": episode.scenario.family,
-        "difficulty": episode.scenario.difficulty,
-        "score": round(episode.score, 3),
-        "gate": "pass" if episode.breakdown and episode.breakdown.gate_passed else "fail",
-        "questions": episode.questions_asked,
-        "revealed": len(episode.fields_revealed),
-        "profile": len(episode.scenario.hidden_profile),
-        "termination": episode.termination,
-        "recorded": episode.recorded.score if episode.recorded else None,
-        "text": _search_text(episode),
+        "episode": record_id(record),
+        "scenario": record_id(record).rsplit("#", 1)[0],
+        "family": sc["family"],
+        "difficulty": sc["difficulty"],
+        "score": float(record.get("score", 0.0)),
+        "gate": "pass" if breakdown and breakdown.get("gate_passed") else "fail",
+        "questions": int(record.get("questions_asked", 0)),
+        "revealed": len(record.get("fields_revealed") or ()),
+        "profile": len(sc.get("hidden_profile") or ()),
+        "termination": record.get("termination", "running"),
+        "recorded": float(recorded["score"]) if recorded else None,
+        "text": _search_text(record),
     }
-    if episode.breakdown:
-        row.update(episode.breakdown.components)
+    if breakdown:
+        row.update(breakdown.get("components") or {})
     return row
 
 
-def episode_table(runs: dict[str, Sequence[Episode]]) -> pd.DataFrame:
-    """A pandas table of every episode of the given runs (run name -> episodes)."""
-    rows = [episode_row(run, ep) for run, episodes in runs.items() for ep in episodes]
-    frame = pd.DataFrame(rows, columns=None if rows else TABLE_COLUMNS + ["text"])
+def episode_table(rows: Sequence[dict], runs: Sequence[str] = ()) -> pd.DataFrame:
+    """A pandas table from ``record_row`` rows; ``runs`` orders the run category."""
+    frame = pd.DataFrame(list(rows), columns=None if rows else TABLE_COLUMNS + ["scenario", "text"])
     frame["recorded"] = frame["recorded"].astype("float64")
+    frame["score"] = frame["score"].astype("float64")
     for col in ("family", "difficulty", "termination", "gate"):
         frame[col] = frame[col].astype("category")
-    frame["run"] = pd.Categorical(frame["run"], categories=list(runs))
+    order = list(dict.fromkeys([*runs, *frame["run"].unique()]))
+    frame["run"] = pd.Categorical(frame["run"], categories=order)
     return frame
 
 
@@ -112,37 +128,32 @@ def filter_table(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     if filters.gate != "any":
         mask &= frame["gate"] == filters.gate
     text = filters.text.strip().lower()
-    if text:
-        mask &= frame["text"].str.contains(text, regex=False)
+    if text:  # search only the rows the cheap filters kept
+        mask[mask] = frame["text"][mask].str.contains(text, regex=False).to_numpy(dtype=bool)
     return frame[mask]
 
 
 # ---- compare and overview ----------------------------------------------------------------
 
 
-def _by_scenario(episodes: Sequence[Episode]) -> dict[str, list[Episode]]:
-    groups: dict[str, list[Episode]] = {}
-    for ep in episodes:
-        groups.setdefault(ep.scenario.id, []).append(ep)
-    return groups
+def _per_scenario(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.groupby("scenario", observed=True, sort=False).agg(
+        family=("family", "first"), difficulty=("difficulty", "first"), score=("score", "mean"),
+        episode=("episode", "first"))
 
 
-def compare_runs(a: Sequence[Episode], b: Sequence[Episode], seed: int = 0) -> Comparison:
-    """Pair two runs by scenario id (sample scores averaged per scenario) and difference them."""
-    ga, gb = _by_scenario(a), _by_scenario(b)
-    shared = [sid for sid in ga if sid in gb]
-    rows = []
-    for sid in shared:
-        sa = sum(e.score for e in ga[sid]) / len(ga[sid])
-        sb = sum(e.score for e in gb[sid]) / len(gb[sid])
-        sc = ga[sid][0].scenario
-        rows.append({"scenario": sid, "family": sc.family, "difficulty": sc.difficulty,
-                     "score_a": round(sa, 4), "score_b": round(sb, 4), "diff": round(sa - sb, 4)})
-    table = pd.DataFrame(rows, columns=["scenario", "family", "difficulty", "score_a", "score_b", "diff"])
-    diff = paired_difference(table["score_a"].to_numpy(), table["score_b"].to_numpy(), seed=seed)
-    return Comparison(table=table, difference=diff, only_a=len(ga) - len(shared),
-                      only_b=len(gb) - len(shared),
-                      episodes={sid: (ga[sid][0], gb[sid][0]) for sid in shared})
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> Comparison:
+    """Pair two runs' tables by scenario (sample scores averaged per scenario) and difference them."""
+    pa, pb = _per_scenario(a), _per_scenario(b)
+    joined = pa.join(pb[["score", "episode"]], how="inner", lsuffix="_a", rsuffix="_b")
+    table = pd.DataFrame({
+        "scenario": joined.index.astype(str), "family": joined["family"].astype(str),
+        "difficulty": joined["difficulty"].astype(str), "score_a": joined["score_a"].round(4),
+        "score_b": joined["score_b"].round(4),
+        "diff": (joined["score_a"] - joined["score_b"]).round(4),
+        "episode_a": joined["episode_a"], "episode_b": joined["episode_b"]}).reset_index(drop=True)
+    diff = paired_difference(joined["score_a"].to_numpy(), joined["score_b"].to_numpy(), seed=seed)
+    return Comparison(table=table, difference=diff, only_a=len(pa) - len(table), only_b=len(pb) - len(table))
 
 
 def family_scores(frame: pd.DataFrame) -> pd.DataFrame:
@@ -165,16 +176,24 @@ def run_interval(frame: pd.DataFrame, run: str, seed: int = 0) -> Interval:
     return bootstrap_mean(rows["score"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=seed)
 
 
-def display_columns(rows: pd.DataFrame) -> list[str]:
-    """Table columns worth showing: ``recorded`` only when some row has a recorded score."""
-    return [c for c in TABLE_COLUMNS if c != "recorded" or rows["recorded"].notna().any()]
+def display_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """The columns worth showing, scores to 3 decimals; ``recorded`` only when some row has one."""
+    shown = [c for c in TABLE_COLUMNS if c != "recorded" or rows["recorded"].notna().any()]
+    return rows[shown].round({"score": 3, "recorded": 3})
 
 
 def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
-    """Write the shown columns of table rows to a fresh CSV file and return its path."""
+    """Write table rows to a fresh CSV file and return its path."""
     out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
-    rows[[c for c in rows.columns if c != "text"]].to_csv(out, index=False)
+    rows.to_csv(out, index=False)
     return out
+
+
+def largest_gap(comp: Comparison) -> str | None:
+    """The shared scenario where the two runs differ most (the first one worth reading)."""
+    if comp.table.empty:
+        return None
+    return str(comp.table.loc[comp.table["diff"].abs().idxmax(), "scenario"])
 
 
 def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:

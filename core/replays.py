@@ -13,12 +13,12 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
 
-from core.episode_log import EpisodeLogError, read_episodes, write_episodes
-from core.episode_table import Comparison, Filters, compare_runs, episode_table, filter_table
+from core.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
+from core.episode_table import Comparison, Filters, compare_runs, episode_table, filter_table, record_row
 from core.records import Episode
 
 LOG_NAME = "episodes.jsonl"
@@ -29,6 +29,10 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*){
 
 class RunNotFound(LookupError):
     """A run name that is malformed or names no run under the replays directory."""
+
+
+VIEW_ERRORS = (RunNotFound, EpisodeLogError)
+"""What opening a run or an episode can raise; handlers turn these into a message."""
 
 
 @dataclass(frozen=True)
@@ -107,31 +111,57 @@ def resolve_run(root: str | Path, name: str) -> Path:
 
 @dataclass(frozen=True)
 class LoadedRun:
-    """A run's episodes with their table and an id index (shared, read-only)."""
+    """A run as the viewer holds it: its table, and each episode's JSON line until opened."""
 
     name: str
-    episodes: tuple[Episode, ...]
     table: pd.DataFrame
+    lines: tuple[str, ...]
+    """One JSON line per episode, in table order."""
+    where: tuple[str, ...]
+    """Each line's location (``file line N``) for error messages."""
     index: dict[str, int]
-    """Episode id -> position in ``episodes``."""
+    """Episode id -> position."""
     problems: tuple[str, ...] = ()
-    """Lines skipped while reading (uploads read leniently on request)."""
+    """Records skipped while reading (uploads read leniently on request)."""
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def episode(self, position: int) -> Episode:
+        """The validated episode at ``position`` (EpisodeLogError names its line if malformed)."""
+        return parse_line(self.lines[position], self.where[position])
+
+
+def _bundle(name: str, scanned: Iterable[tuple[str, str, dict]], problems: Sequence[str] = ()) -> LoadedRun:
+    rows, lines, where = [], [], []
+    for location, text, record in scanned:
+        try:
+            rows.append(record_row(name, record))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise EpisodeLogError(f"{location}: not an episode record ({type(exc).__name__}: {exc})") from None
+        lines.append(text)
+        where.append(location)
+    index = {row["episode"]: i for i, row in enumerate(rows)}
+    return LoadedRun(name, episode_table(rows, [name]), tuple(lines), tuple(where), index, tuple(problems))
 
 
 def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = ()) -> LoadedRun:
-    """Bundle episodes under a run name with their table and id index."""
-    episodes = tuple(episodes)
-    return LoadedRun(name, episodes, episode_table({name: episodes}),
-                     {ep.id: i for i, ep in enumerate(episodes)}, tuple(problems))
+    """Bundle validated episodes (an upload, a conversion) under a run name."""
+    lines = [dump_episode(ep) for ep in episodes]
+    return _bundle(name, ((f"{name} episode {i + 1}", text, json.loads(text)) for i, text in enumerate(lines)),
+                   problems)
 
 
 @lru_cache(maxsize=32)
 def _load_cached(name: str, path: str, mtime_ns: int, size: int) -> LoadedRun:
-    return make_run(name, read_episodes(path).episodes)
+    return _bundle(name, scan_records(path))
 
 
 def load_run(root: str | Path, name: str) -> LoadedRun:
-    """One shipped run by name (strict read; cached until the file changes)."""
+    """One shipped run by name: a fast scan builds the table; episodes validate when opened.
+
+    Cached until the file changes. Raises EpisodeLogError naming the line of a broken record.
+    """
     log = resolve_run(root, name)
     stat = log.stat()
     return _load_cached(name, str(log), stat.st_mtime_ns, stat.st_size)
@@ -159,7 +189,7 @@ def runs_table(root: str | Path, names: Sequence[str], uploads: dict | None = No
     """The episode table of several runs, concatenated in the given order."""
     tables = [get_run(root, n, uploads).table for n in dict.fromkeys(names)]
     if not tables:
-        return episode_table({})
+        return episode_table([])
     frame = pd.concat(tables, ignore_index=True)
     for col in ("family", "difficulty", "termination", "gate"):
         frame[col] = frame[col].astype("category")
@@ -172,7 +202,7 @@ def find_episode(root: str | Path, run: str, episode_id: str, uploads: dict | No
     loaded = get_run(root, run, uploads)
     if episode_id not in loaded.index:
         raise RunNotFound(f"run {run!r} has no episode {episode_id!r}")
-    return loaded.episodes[loaded.index[episode_id]]
+    return loaded.episode(loaded.index[episode_id])
 
 
 def rows_episodes(root: str | Path, rows: pd.DataFrame, uploads: dict | None = None) -> list[Episode]:
@@ -194,6 +224,16 @@ def run_names(root: str | Path, uploads: dict | None = None) -> list[str]:
     return [r.name for r in discover_runs(root)] + list(uploads or {})
 
 
+def companion_run(names: Sequence[str], run: str | None) -> str | None:
+    """A default second run to compare with ``run``: the first other run in the same folder
+    (same scenario set), else the first other run."""
+    others = [n for n in names if n != run]
+    if run is None or not others:
+        return run
+    folder = run.rpartition("/")[0]
+    return next((n for n in others if n.rpartition("/")[0] == folder), others[0])
+
+
 def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
                   uploads: dict | None = None) -> pd.DataFrame:
     """The episode table of the named runs, filtered."""
@@ -202,7 +242,7 @@ def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
 
 def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
-    note = f"✅ Opened **{run.name}**: {len(run.episodes)} episodes."
+    note = f"✅ Opened **{run.name}**: {len(run)} episodes."
     if run.problems:
         shown = "\n".join(f"- {p}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""
@@ -214,7 +254,20 @@ def compare_named(root: str | Path, run_a: str, run_b: str, uploads: dict | None
     """``compare_runs`` on two runs given by name."""
     if not run_a or not run_b:
         raise RunNotFound("pick two runs to compare")
-    return compare_runs(get_run(root, run_a, uploads).episodes, get_run(root, run_b, uploads).episodes)
+    return compare_runs(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table)
+
+
+def compared_episodes(root: str | Path, run_a: str, run_b: str, scenario: str,
+                      uploads: dict | None = None) -> tuple[Episode, Episode]:
+    """The first episode of ``scenario`` in each of two runs (for side-by-side reading)."""
+    pair = []
+    for run in (run_a, run_b):
+        rows = get_run(root, run, uploads).table
+        match = rows.loc[rows["scenario"] == scenario, "episode"]
+        if match.empty:
+            raise RunNotFound(f"run {run!r} has no episode of scenario {scenario!r}")
+        pair.append(find_episode(root, run, str(match.iloc[0]), uploads))
+    return pair[0], pair[1]
 
 
 def load_upload(path: str | Path, *, keep_valid: bool = False) -> LoadedRun:
@@ -236,3 +289,53 @@ def load_upload(path: str | Path, *, keep_valid: bool = False) -> LoadedRun:
         first = report.problems[0] if report.problems else "no records"
         raise EpisodeLogError(f"{path.name}: no valid episode ({len(report.problems)} bad: {first})")
     return make_run(upload_name(path.name), report.episodes, report.problems)
+
+
+# ---- the shipped runs ---------------------------------------------------------------------
+
+SHIPPED_POLICIES = ("oracle", "ask-required", "guess", "random")
+SHIPPED_SETS = (
+    ("clarifylab-heldout-v2", ["--scenarios", "clarifylab-heldout", "--rubric", "v2"]),
+    ("clarifyrl-heldout50-v1", ["--scenarios", "clarifyrl-heldout", "--limit", "50", "--rubric", "v1"]),
+)
+"""Folder -> ``core.eval`` arguments: our held-out set under v2, and the published table's slice
+(first 50 published held-out scenarios) under v1, the rubric that table used."""
+
+
+def regenerate(root: str | Path = "replays") -> list[str]:
+    """Re-run ``python -m core.eval`` for every shipped run into ``root``; returns the run names."""
+    from core import eval as evaluation  # only regeneration needs the runner
+
+    names = []
+    for folder, spec in SHIPPED_SETS:
+        for policy in SHIPPED_POLICIES:
+            out = Path(root) / folder / policy
+            argv = ["--policy", policy, *spec, "--seed", "0", "--out", out.as_posix(), "--no-progress"]
+            if evaluation.main(argv) != 0:
+                raise RuntimeError(f"core.eval failed for {folder}/{policy}")
+            names.append(f"{folder}/{policy}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m core.replays",
+                                     description="Shipped replay runs (see the README's Replays section).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    regen = sub.add_parser("regenerate", help="re-run core.eval for every shipped run")
+    regen.add_argument("--root", default="replays", help="replays directory to write into")
+    sub.add_parser("list", help="list the runs under replays/ with their mean scores").add_argument(
+        "--root", default="replays")
+    args = parser.parse_args(argv)
+    if args.command == "regenerate":
+        print(f"regenerated {len(regenerate(args.root))} runs under {args.root}/")
+        return 0
+    for run in discover_runs(args.root):
+        ci = f" [{run.ci[0]:.4f}, {run.ci[1]:.4f}]" if run.ci else ""
+        print(f"{run.name:40s} {run.rubric} n={run.n} avg={run.avg_score}{ci}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

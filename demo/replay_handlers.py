@@ -46,7 +46,7 @@ def on_load(root: str, request: gr.Request | None = None):
     asked = query.get("run")
     note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
-    b = names[1] if len(names) > 1 else run
+    b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
             gr.update(choices=names, value=run), gr.update(choices=names, value=b), key, note)
 
@@ -64,20 +64,20 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
     try:
         rows = replays.filtered_rows(root, runs or [], filters, uploads)
-    except replays.RunNotFound as exc:
+    except replays.VIEW_ERRORS as exc:
         return None, gr.update(choices=[]), f"⚠ {exc}"
-    shown = table.display_columns(rows)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(rows["run"], rows["episode"], rows["score"])][:EPISODE_CHOICES_MAX]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
-    return rows[shown], gr.update(choices=picks), count
+    return table.display_frame(rows), gr.update(choices=picks), count
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
-    """A click on a table row picks that row's episode."""
-    row = shown.iloc[evt.index[0]]
-    return episode_key(str(row["run"]), str(row["episode"]))
+    """A click on a table row picks that row's episode (the clicked values, so sorting is safe)."""
+    values = evt.row_value or shown.iloc[evt.index[0]].tolist()
+    columns = list(shown.columns)
+    return episode_key(str(values[columns.index("run")]), str(values[columns.index("episode")]))
 
 
 def show_episode(root, uploads, key):
@@ -85,7 +85,7 @@ def show_episode(root, uploads, key):
     run, _, episode_id = (key or "").partition("|")
     try:
         episode = replays.find_episode(root, run, episode_id, uploads)
-    except replays.RunNotFound as exc:
+    except replays.VIEW_ERRORS as exc:
         return f"⚠ {exc}", [], None, plots.breakdown_bars(None), ""
     marks = transcripts.marks_frame(transcripts.field_marks(episode))
     link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
@@ -111,7 +111,7 @@ def upload_log(root, file, keep_valid, uploads, picked):
 def export_table(root, uploads, runs, *filter_values):
     """Write the filtered table to a CSV file for download."""
     rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
-    return gr.update(value=str(table.export_csv(rows[table.display_columns(rows)])), visible=True)
+    return gr.update(value=str(table.export_csv(table.display_frame(rows))), visible=True)
 
 
 def export_episodes(root, uploads, runs, *filter_values):
@@ -125,8 +125,8 @@ def overview(root, uploads, runs, *filter_values):
     """The four overview charts for the picked runs under the filters."""
     try:
         rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
-    except replays.RunNotFound:
-        rows = table.episode_table({})
+    except replays.VIEW_ERRORS:
+        rows = table.episode_table([])
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
             plots.questions_histogram(rows),
             plots.component_bars(table.component_means(rows, table.COMPONENTS),
@@ -137,17 +137,18 @@ def compare(root, uploads, run_a, run_b):
     """Paired comparison of two runs on their shared scenarios."""
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
-    except replays.RunNotFound as exc:
+    except replays.VIEW_ERRORS as exc:
         return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
-    return (table.comparison_note(comp, run_a, run_b), comp.table,
+    return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=None))
+            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):
     """The two runs' episodes of one shared scenario, as chats side by side."""
     try:
-        ep_a, ep_b = replays.compare_named(root, run_a, run_b, uploads).episodes[scenario]
-    except (replays.RunNotFound, KeyError):
+        ep_a, ep_b = replays.compared_episodes(root, run_a, run_b, scenario, uploads)
+    except replays.VIEW_ERRORS:
         return [], []
-    return transcripts.chat_messages(ep_a), transcripts.chat_messages(ep_b)
+    return (gr.update(value=transcripts.chat_messages(ep_a), label=f"a: {run_a} · score {ep_a.score:.3f}"),
+            gr.update(value=transcripts.chat_messages(ep_b), label=f"b: {run_b} · score {ep_b.score:.3f}"))

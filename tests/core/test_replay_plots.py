@@ -1,5 +1,6 @@
 """Plot builders: right traces, fixed family colours, explicit empty states."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -15,14 +16,17 @@ RUNS = Path(__file__).parents[1] / "fixtures" / "replay_runs" / "fixture-set"
 
 @pytest.fixture(scope="module")
 def frame():
-    runs = {p: read_episodes(RUNS / p / "episodes.jsonl").episodes for p in ("oracle", "guess")}
-    return table.episode_table(runs)
+    rows = [table.record_row(p, json.loads(ep.model_dump_json()))
+            for p in ("oracle", "guess") for ep in read_episodes(RUNS / p / "episodes.jsonl").episodes]
+    return table.episode_table(rows)
 
 
 def test_family_bars_colour_by_family_and_pattern_by_run(frame):
     fig = plots.family_bars(table.family_scores(frame))
-    bars = [t for t in fig.data if t.type == "bar"]
+    bars = [t for t in fig.data if t.type == "bar" and t.legendgroup != "runs"]
     assert [b.name for b in bars] == ["oracle", "guess"]
+    legend = [t.name for t in fig.data if t.legendgroup == "runs"]
+    assert legend == ["oracle", "guess"]  # grey pattern swatches name the runs
     fams = list(bars[0].x)
     assert list(bars[0].marker.color) == [plots.FAMILY_COLORS[f] for f in fams]
     assert bars[0].marker.pattern.shape != bars[1].marker.pattern.shape
@@ -32,12 +36,12 @@ def test_family_bars_colour_by_family_and_pattern_by_run(frame):
 
 def test_histograms_count_every_episode(frame):
     for fig in (plots.score_histogram(frame), plots.questions_histogram(frame)):
-        assert sum(len(t.x) for t in fig.data) == len(frame)
+        assert sum(len(t.x) for t in fig.data if t.type == "histogram") == len(frame)
 
 
 def test_component_bars_label_weights(frame):
     fig = plots.component_bars(table.component_means(frame, table.COMPONENTS), table.COMPONENT_WEIGHTS)
-    assert "FieldMatch ×0.50" in list(fig.data[0].x)
+    assert "FieldMatch ×0.50" in list(fig.data[0].x) and "FormatCheck (gate)" in list(fig.data[0].x)
 
 
 def test_breakdown_shares_add_up_to_the_score():
@@ -59,7 +63,7 @@ def test_breakdown_of_a_failed_gate_contributes_nothing():
 
 @pytest.mark.parametrize("build", [
     lambda: plots.family_bars(pd.DataFrame(columns=["run", "family", "mean", "max", "n"])),
-    lambda: plots.score_histogram(table.episode_table({})),
+    lambda: plots.score_histogram(table.episode_table([])),
     lambda: plots.component_bars(pd.DataFrame(columns=["run", "component", "mean"])),
     lambda: plots.breakdown_bars(None),
     lambda: plots.difference_bars(pd.DataFrame(), "a", "b"),
@@ -70,6 +74,6 @@ def test_empty_inputs_say_so(build):
 
 
 def test_difference_bars_sorted(frame):
-    comp = table.compare_runs(*(read_episodes(RUNS / p / "episodes.jsonl").episodes for p in ("oracle", "guess")))
+    comp = table.compare_runs(frame[frame.run == "oracle"], frame[frame.run == "guess"])
     fig = plots.difference_bars(comp.table, "oracle", "guess")
     assert list(fig.data[0].y) == sorted(fig.data[0].y)

@@ -2,8 +2,6 @@
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +9,10 @@ import pytest
 from core import episode_table as table
 from core.episode_log import EpisodeLogError, read_episodes, write_episodes
 from core.episode_table import Filters
-from core.replays import (RunNotFound, discover_runs, find_episode, get_run, load_upload, resolve_run,
-                          runs_table, upload_name)
+from core.records import Episode
+from core.replays import (SHIPPED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
+                          regenerate, discover_runs, find_episode, get_run, load_upload,
+                          resolve_run, runs_table, upload_name)
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -75,7 +75,7 @@ def test_resolve_refuses_a_symlink_leaving_the_directory(root, tmp_path):
 def test_resolve_and_load_a_real_run(root):
     assert resolve_run(root, ORACLE) == (root / ORACLE / "episodes.jsonl").resolve()
     run = get_run(root, ORACLE)
-    assert len(run.episodes) == 6 and len(run.table) == 6
+    assert len(run) == 6 and len(run.table) == 6
     ep = find_episode(root, ORACLE, "seed1_meeting_scheduling_easy#0")
     assert ep.scenario.family == "meeting_scheduling"
     with pytest.raises(RunNotFound, match="no episode"):
@@ -88,7 +88,7 @@ def test_load_is_cached_until_the_file_changes(root):
     log = root / ORACLE / "episodes.jsonl"
     episodes = read_episodes(log).episodes[:2]
     write_episodes(log, episodes)
-    assert len(get_run(root, ORACLE).episodes) == 2
+    assert len(get_run(root, ORACLE)) == 2
 
 
 def test_runs_table_keeps_the_picked_order(root):
@@ -116,26 +116,27 @@ def test_filters(root, filters, expected):
 
 
 def test_compare_pairs_by_scenario(root):
-    comp = table.compare_runs(get_run(root, ORACLE).episodes, get_run(root, GUESS).episodes)
+    comp = table.compare_runs(get_run(root, ORACLE).table, get_run(root, GUESS).table)
     assert len(comp.table) == 6 and comp.only_a == 0 and comp.only_b == 0
     expected = (comp.table["score_a"] - comp.table["score_b"]).mean()
     assert comp.difference.mean == pytest.approx(expected)
     assert comp.difference.lo <= comp.difference.mean <= comp.difference.hi
+    assert table.largest_gap(comp) == "seed6_meeting_scheduling_hard"  # guess scored 0 there
     note = table.comparison_note(comp, ORACLE, GUESS)
     assert "6" in note and "higher" in note
 
 
 def test_compare_with_partial_overlap(root):
-    a = get_run(root, ORACLE).episodes
-    comp = table.compare_runs(a[:4], get_run(root, GUESS).episodes[2:])
-    assert list(comp.table["scenario"]) == [e.scenario.id for e in a[2:4]]
+    a = get_run(root, ORACLE).table
+    comp = table.compare_runs(a[:4], get_run(root, GUESS).table[2:])
+    assert list(comp.table["scenario"]) == list(a["scenario"][2:4])
     assert comp.only_a == 2 and comp.only_b == 2
 
 
 def test_compare_without_overlap_is_explicit(root):
-    a = get_run(root, ORACLE).episodes
+    a = get_run(root, ORACLE).table
     comp = table.compare_runs(a[:2], a[2:])
-    assert comp.difference.n == 0
+    assert comp.difference.n == 0 and table.largest_gap(comp) is None
     assert "share no scenario" in table.comparison_note(comp, "a", "b")
 
 
@@ -152,9 +153,9 @@ def test_aggregates(root):
 
 def test_exports_round_trip(root, tmp_path):
     frame = runs_table(root, [ORACLE])
-    csv = table.export_csv(frame[table.display_columns(frame)], tmp_path)
-    assert csv.read_text().splitlines()[0].startswith("run,episode,family")
-    assert "recorded" not in table.display_columns(frame)
+    csv = table.export_csv(table.display_frame(frame), tmp_path)
+    assert csv.read_text().splitlines()[0].startswith("episode,family,difficulty")
+    assert "recorded" not in table.display_frame(frame).columns
 
 
 def test_upload_names_never_touch_disk():
@@ -164,7 +165,7 @@ def test_upload_names_never_touch_disk():
 
 def test_upload_of_our_format(tmp_path):
     run = load_upload(FIXTURE / ORACLE / "episodes.jsonl")
-    assert run.name == "upload:episodes.jsonl" and len(run.episodes) == 6 and not run.problems
+    assert run.name == "upload:episodes.jsonl" and len(run) == 6 and not run.problems
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -198,7 +199,7 @@ def test_one_bad_line_fails_unless_asked_to_keep_valid(tmp_path):
     with pytest.raises(EpisodeLogError, match=r"line 3.*keep valid"):
         load_upload(path)
     run = load_upload(path, keep_valid=True)
-    assert len(run.episodes) == 5 and len(run.problems) == 1 and "line 3" in run.problems[0]
+    assert len(run) == 5 and len(run.problems) == 1 and "line 3" in run.problems[0]
 
 
 def test_keep_valid_with_nothing_valid_still_fails(tmp_path):
@@ -223,7 +224,78 @@ def test_summary_with_dict_interval(root):
     assert {r.name: r for r in discover_runs(root)}[GUESS].ci == (0.1, 0.5)
 
 
-def test_replay_modules_import_without_gradio():
-    code = ("import sys, core.replays, core.episode_table, core.episodes, core.transcripts, "
-            "core.replay_plots; assert 'gradio' not in sys.modules, 'core imported gradio'")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+def test_table_rows_read_only_schema_fields():
+    props = Episode.model_json_schema()["properties"]
+    assert set(table.RECORD_KEYS) <= set(props)
+    assert {"seed", "family", "difficulty", "hidden_profile", "request"} <= set(
+        Episode.model_json_schema()["$defs"]["Scenario"]["properties"])
+
+
+def test_raw_rows_agree_with_validated_episodes():
+    for ep in read_episodes(FIXTURE / GUESS / "episodes.jsonl").episodes:
+        row = table.record_row("r", json.loads(ep.model_dump_json()))
+        assert row["episode"] == ep.id and row["scenario"] == ep.scenario.id
+        assert row["score"] == ep.score and row["questions"] == ep.questions_asked
+        assert row["gate"] == ("pass" if ep.breakdown.gate_passed else "fail")
+
+
+def test_a_broken_line_in_a_shipped_run_is_named(root):
+    log = root / ORACLE / "episodes.jsonl"
+    lines = log.read_text().splitlines()
+    lines[3] = lines[3].replace('"scenario"', '"scenari0"')
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EpisodeLogError, match="line 4"):
+        get_run(root, ORACLE)
+
+
+def test_an_episode_that_fails_validation_when_opened_is_named(root):
+    log = root / ORACLE / "episodes.jsonl"
+    lines = log.read_text().splitlines()
+    lines[1] = lines[1].replace('"policy":"oracle"', '"policy":"oracle","surprise":1')
+    log.write_text("\n".join(lines) + "\n")
+    run = get_run(root, ORACLE)  # the fast scan reads the table fields only
+    with pytest.raises(EpisodeLogError, match="line 2.*surprise"):
+        run.episode(1)
+
+
+def test_compared_episodes(root):
+    a, b = compared_episodes(root, ORACLE, GUESS, "seed3_support_triage_easy")
+    assert a.policy == "oracle" and b.policy == "guess" and a.scenario == b.scenario
+    with pytest.raises(RunNotFound):
+        compared_episodes(root, ORACLE, GUESS, "seed99_nope_easy")
+
+
+SHIPPED = Path(__file__).parents[2] / "replays"
+
+
+def test_shipped_runs_are_complete_and_strictly_valid():
+    runs = {r.name: r for r in discover_runs(SHIPPED)}
+    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in SHIPPED_POLICIES}
+    assert set(runs) == expected
+    for name, info in runs.items():
+        episodes = read_episodes(SHIPPED / name / "episodes.jsonl").episodes  # strict
+        assert info.n == len(episodes) and info.command.startswith("python -m core.eval ")
+        assert f"--out replays/{name}" in info.command
+        assert {e.rubric for e in episodes} == {info.rubric}
+        assert info.ci[0] <= info.avg_score <= info.ci[1]
+
+
+def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
+    monkeypatch.setattr("core.replays.SHIPPED_SETS", SHIPPED_SETS[1:])
+    monkeypatch.setattr("core.replays.SHIPPED_POLICIES", ("guess",))
+    monkeypatch.chdir(tmp_path)
+    assert regenerate("replays") == ["clarifyrl-heldout50-v1/guess"]
+    name = "clarifyrl-heldout50-v1/guess"
+    assert (tmp_path / "replays" / name / "episodes.jsonl").read_bytes() == (SHIPPED / name / "episodes.jsonl").read_bytes()
+    fresh = json.loads((tmp_path / "replays" / name / "summary.json").read_text())
+    assert fresh == json.loads((SHIPPED / name / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("names, run, expected", [
+    (["s1/a", "s1/b", "s2/a"], "s2/a", "s1/a"),     # no sibling: first other run
+    (["s1/a", "s2/a", "s2/b"], "s2/a", "s2/b"),     # sibling in the same folder wins
+    (["s1/a"], "s1/a", "s1/a"),                     # alone: itself
+    ([], None, None),                               # nothing to pick
+])
+def test_companion_run(names, run, expected):
+    assert companion_run(names, run) == expected

@@ -1,0 +1,42 @@
+"""The demonstrator: its questions reveal their fields, its plans copy answers."""
+
+import random
+
+import pytest
+
+from core.families import FAMILIES
+from core.scenarios import generate_scenario
+from core.user_sim import respond
+from train.clarify_demos import EXTRA_FIELDS, QUESTIONS, UNKNOWN, DemoStyle, check_family_tables, expert_fields, play_demo
+
+SCENARIOS = [generate_scenario(seed, d) for seed in range(300) for d in ("easy", "medium", "hard")]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_every_question_reveals_its_field_in_every_profile(version):
+    for s in SCENARIOS:
+        for field in s.hidden_profile:
+            assert respond(s.hidden_profile, s.family, QUESTIONS[field], version)[1] == field, (field, s.id)
+
+
+def test_tables_cover_every_family():
+    check_family_tables()
+    assert {f for f, _ in EXTRA_FIELDS} == set(FAMILIES)
+
+
+def test_full_strength_demo_asks_the_expert_list_and_copies_answers():
+    s = generate_scenario(11, "hard")
+    episode = play_demo(s, "v2", DemoStyle(), random.Random(0))
+    asked = [t.call.arguments["question"] for t in episode.turns[:-1]]
+    assert asked == [QUESTIONS[f] for f in expert_fields(s)][: s.max_questions]
+    assert episode.termination == "plan"
+    for key, value in episode.plan.items():
+        assert value == (str(s.hidden_profile[key]) if key in episode.fields_revealed else UNKNOWN)
+
+
+def test_skipping_every_question_still_proposes_a_complete_plan():
+    s = generate_scenario(12, "medium")
+    episode = play_demo(s, "v1", DemoStyle(p_required=0.0, p_extra=0.0), random.Random(0))
+    assert len(episode.turns) == 1 and episode.questions_asked == 0
+    assert episode.plan == {k: UNKNOWN for k in s.required_keys}
+    assert episode.breakdown.gate_passed

@@ -1,0 +1,95 @@
+"""CPU smoke tests: the SFT warmup and one GRPO run on tiny local models, in seconds."""
+
+import json
+
+import torch
+from transformers import AutoModelForCausalLM
+from trl import GRPOConfig
+
+from core.chat_policy import load_chat_policy
+from core.records import RewardBreakdown
+from core.scenarios import CLARIFYLAB_HELDOUT_SEEDS, PUBLISHED_HELDOUT_SEEDS, TRAIN_SEEDS, load_scenarios
+from train.clarify_grpo import ClarifyArgs, build_trainer, make_rewards, scenario_dataset, training_scenarios
+from train.clarify_sft import SFTConfig, main as sft_main
+from tests.train.conftest import TINY
+
+
+def test_sft_smoke_writes_a_loadable_checkpoint(tmp_path):
+    out = tmp_path / "warmup"
+    sft_main(SFTConfig(out=str(out), demos=24, epochs=1, batch_size=8, tokenizer_demos=20, log_every=1, **TINY))
+    log = json.loads((out / "training_log.json").read_text())
+    assert log["log_history"] and log["config"]["demos"] == 24
+    assert load_chat_policy(out).model.config.hidden_size == TINY["hidden_size"]
+
+
+def completion_length_reward(completions, **kwargs):
+    """Test double: a reward that differs between completions even for an untrained model."""
+    return [float(len(c)) for c in completions]
+
+
+def test_grpo_steps_change_the_parameters(tmp_path, tiny_checkpoint):
+    args = ClarifyArgs(model=str(tiny_checkpoint), scenarios=8)
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"), max_steps=2, num_generations=4, per_device_train_batch_size=8,
+        max_completion_length=16, learning_rate=0.05, beta=0.01, use_cpu=True, bf16=False, report_to="none",
+        logging_steps=1, save_strategy="no", seed=0)
+    trainer = build_trainer(args, config, extra_rewards=[completion_length_reward])
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p)]
+    assert changed, "no parameter moved"
+    history = trainer.state.log_history
+    assert any("rewards/rubric_reward/mean" in h and "kl" in h and "frac_reward_zero_std" in h for h in history)
+
+
+def test_each_group_plays_one_scenario(tiny_checkpoint):
+    from train.clarify_grpo import make_rollout
+    from core.chat_policy import ChatPolicy
+    from core.records import Generation
+    import random
+
+    policy = load_chat_policy(tiny_checkpoint, generation=Generation(temperature=1.0, max_new_tokens=8))
+    scenarios = training_scenarios(2, seed=3)
+    prompts = [scenarios[0].id] * 3 + [scenarios[1].id] * 3
+
+    class Trainer:  # test double: just what the rollout reads
+        model = policy.model
+        class accelerator:
+            unwrap_model = staticmethod(lambda m: m)
+
+    out = make_rollout(policy, {s.id: s for s in scenarios}, "v2", 0)(prompts, Trainer)
+    assert [e.scenario.id for e in out["episode"]] == prompts
+    assert len(out["completion_ids"]) == len(out["env_mask"]) == 6
+    assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
+
+
+def test_reward_adapters_call_the_core_rubric():
+    from core.environment import ClarifyEnv
+    from core.records import ToolCall
+    from core.scenarios import generate_scenario
+
+    s = generate_scenario(5, "medium")
+    env = ClarifyEnv(s, "v1")
+    env.step(ToolCall(name="propose_plan", arguments={"plan": {k: "unknown" for k in s.required_keys}}))
+    ended = env.episode("x")
+    cut = ClarifyEnv(s, "v1")
+    cut.step(None, parse_error="nothing")
+    rubric_reward, plan_reward = make_rewards("v1", plan_bonus=0.05, no_plan_penalty=0.2)
+    assert rubric_reward(["", ""], episode=[ended, cut.episode("x")]) == [ended.score, 0.0]
+    assert plan_reward(["", ""], episode=[ended, cut.episode("x")]) == [0.05, -0.2]
+
+
+def test_training_seeds_never_meet_held_out_sets():
+    train = {s.seed for s in training_scenarios(4000, seed=0)}
+    assert train <= set(TRAIN_SEEDS)
+    held = {s.seed for s in load_scenarios("clarifyrl-heldout")} | {s.seed for s in load_scenarios("clarifylab-heldout")}
+    assert held and not train & held
+    assert not set(TRAIN_SEEDS) & (set(PUBLISHED_HELDOUT_SEEDS) | set(CLARIFYLAB_HELDOUT_SEEDS))
+
+
+def test_dataset_rows_carry_seed_and_difficulty():
+    scenarios = training_scenarios(5, seed=1)
+    rows = scenario_dataset(scenarios)
+    assert rows["prompt"] == [s.id for s in scenarios]
+    assert rows["seed"] == [s.seed for s in scenarios]
+    assert rows["difficulty"] == [s.difficulty for s in scenarios]

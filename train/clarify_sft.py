@@ -1,0 +1,157 @@
+"""Warmup for the clarify policy: a tiny Qwen3 trained from scratch on imperfect scripted episodes.
+
+Builds our tokenizer (train/clarify_tokenizer.py) and a small Qwen3-architecture causal LM, plays
+scripted demonstrations (train/clarify_demos.py) on training seeds, teacher-forces each one
+through the same ``ChatPolicy`` transcript code that evaluation and GRPO use, and minimises the
+cross-entropy of the demonstrator's tokens only (prompt, template and tool tokens are masked).
+Departure from textbook behaviour cloning: the demonstrator skips each question with a set
+probability, so the warmup asks too little on purpose and RL has room to improve it.
+
+    nice -n 10 python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0
+"""
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import Qwen3Config, Qwen3ForCausalLM
+
+from core.chat_policy import ChatPolicy
+from core.environment import ClarifyEnv
+from core.records import Episode
+from core.scenarios import TRAIN_SEEDS, generate_scenario
+from train.clarify_demos import DemoStyle, check_family_tables, play_demo
+from train.clarify_tokenizer import corpus, train_tokenizer
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+@dataclass
+class SFTConfig:
+    out: str = field(default="checkpoints/clarify-warmup", metadata={"help": "output directory (HF layout)"})
+    seed: int = field(default=0, metadata={"help": "seed for demos, tokenizer corpus, init and batches"})
+    demos: int = field(default=4000, metadata={"help": "number of demonstration episodes"})
+    p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
+    p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
+    rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
+    epochs: int = field(default=3, metadata={"help": "passes over the demonstrations"})
+    batch_size: int = field(default=16, metadata={"help": "sequences per optimiser step"})
+    lr: float = field(default=2e-3, metadata={"help": "peak learning rate (linear warmup, cosine decay)"})
+    vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary size"})
+    tokenizer_demos: int = field(default=600, metadata={"help": "demo conversations in the tokenizer corpus"})
+    hidden_size: int = field(default=192, metadata={"help": "model width"})
+    layers: int = field(default=4, metadata={"help": "transformer layers"})
+    heads: int = field(default=4, metadata={"help": "attention heads (head_dim = hidden / heads)"})
+    kv_heads: int = field(default=2, metadata={"help": "key/value heads"})
+    intermediate_size: int = field(default=576, metadata={"help": "MLP width"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    log_every: int = field(default=20, metadata={"help": "optimiser steps between log lines"})
+
+    def __post_init__(self):
+        if not (0 <= self.p_required <= 1 and 0 <= self.p_extra <= 1):
+            raise ValueError("p_required and p_extra must lie in [0, 1]")
+        if self.hidden_size % self.heads or self.heads % self.kv_heads:
+            raise ValueError("hidden_size must divide by heads, and heads by kv_heads")
+        if self.demos < 1 or self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("demos, epochs and batch_size must be positive")
+
+
+def build_model(cfg: SFTConfig, vocab: int) -> Qwen3ForCausalLM:
+    """A small Qwen3 (head_dim passed explicitly: its default is 128 whatever the width)."""
+    config = Qwen3Config(
+        vocab_size=64 * math.ceil(vocab / 64), hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads, num_key_value_heads=cfg.kv_heads,
+        head_dim=cfg.hidden_size // cfg.heads, max_position_embeddings=1024, tie_word_embeddings=True,
+        rope_theta=10000.0)
+    return Qwen3ForCausalLM(config)
+
+
+def demo_episodes(cfg: SFTConfig, rng: random.Random) -> list[Episode]:
+    style = DemoStyle(p_required=cfg.p_required, p_extra=cfg.p_extra)
+    seeds = rng.sample(list(TRAIN_SEEDS), cfg.demos)
+    return [play_demo(generate_scenario(s, rng.choice(DIFFICULTIES)), cfg.rubric, style, rng) for s in seeds]
+
+
+def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], list[int]]:
+    """Token ids and labels of one demo as the policy's own transcript (-100 = not trained)."""
+    env = ClarifyEnv(episode.scenario, episode.rubric)
+    dialog = policy.start(env)
+    for turn in episode.turns:
+        policy.advance(env, dialog, policy.encode(turn.raw) + [policy.eos_id])
+    if env.termination != episode.termination or env.turns != episode.turns:
+        raise RuntimeError(f"demo {episode.id} did not replay through the chat transcript "
+                           f"({env.termination} vs {episode.termination}): tokenizer or parser mismatch")
+    labels = [-100] * len(dialog.prompt_ids) + [t if m else -100 for t, m in zip(dialog.completion_ids, dialog.mask)]
+    return dialog.ids, labels
+
+
+def batches(rows: list[tuple[list[int], list[int]]], size: int, pad: int, rng: random.Random):
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    for i in range(0, len(order), size):
+        chunk = [rows[j] for j in order[i:i + size]]
+        width = max(len(ids) for ids, _ in chunk)
+        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in chunk])
+        labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in chunk])
+        mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in chunk])
+        yield ids, labels, mask
+
+
+def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int) -> list[dict]:
+    steps = cfg.epochs * math.ceil(len(rows) / cfg.batch_size)
+    warm = max(1, steps // 20)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))))
+    log, step, start = [], 0, time.time()
+    model.train()
+    for epoch in range(cfg.epochs):
+        for ids, labels, mask in batches(rows, cfg.batch_size, pad, rng):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            if step % cfg.log_every == 0 or step == steps:
+                entry = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4),
+                         "lr": sched.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
+                log.append(entry)
+                print(json.dumps(entry), flush=True)
+    model.eval()
+    return log
+
+
+def main(cfg: SFTConfig) -> None:
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    check_family_tables()
+    rng = random.Random(cfg.seed)
+    start = time.time()
+    tokenizer = train_tokenizer(corpus(cfg.tokenizer_demos, seed=cfg.seed), cfg.vocab_size)
+    model = build_model(cfg, len(tokenizer))
+    policy = ChatPolicy(model, tokenizer, name="warmup")
+    rows = [teacher_forced(policy, ep) for ep in demo_episodes(cfg, rng)]
+    print(f"{len(rows)} demos, {sum(len(r[0]) for r in rows)} tokens, "
+          f"{sum(p.numel() for p in model.parameters())} parameters", flush=True)
+    log = train(model, rows, cfg, rng, policy.pad_id)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    record = {"config": asdict(cfg), "wall_time_s": round(time.time() - start, 1), "log_history": log}
+    (out / "training_log.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"saved to {out} in {record['wall_time_s']} s", flush=True)
+
+
+if __name__ == "__main__":
+    from trl import TrlParser
+
+    (config,) = TrlParser(SFTConfig).parse_args_and_config()
+    main(config)
