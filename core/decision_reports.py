@@ -141,8 +141,9 @@ def scale(probs: Sequence[Sequence[float]], temperature: float) -> list[list[flo
     """softmax(log p / T) per row: T > 1 softens, T < 1 sharpens; zeros stay zero."""
     out = []
     for p in probs:
-        logp = np.log(np.clip(np.asarray(p, dtype=np.float64), 1e-300, None)) / temperature
-        q = np.exp(logp - logp.max())
+        p = np.asarray(p, dtype=np.float64)
+        logp = np.log(np.clip(p, 1e-300, None)) / temperature
+        q = np.where(p > 0, np.exp(logp - logp.max()), 0.0)
         out.append((q / q.sum()).tolist())
     return out
 
