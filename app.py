@@ -43,8 +43,10 @@ demo = build()
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Start the ClarifyLab app.")
-    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0 for all)")
-    parser.add_argument("--port", type=int, default=7860)
+    # Hugging Face Spaces set GRADIO_SERVER_NAME=0.0.0.0; an explicit flag still wins.
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="interface to bind (0.0.0.0 for all)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--replays-dir", type=Path, default=None, help="folder of replay runs")
     parser.add_argument("--decision-models", type=Path, default=None,
                         help="folder of extra decision-model exports for the Decisions tab")

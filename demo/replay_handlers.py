@@ -46,7 +46,7 @@ def on_load(root: str, request: gr.Request | None = None):
     asked = query.get("run")
     note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
-    b = names[1] if len(names) > 1 else run
+    b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
             gr.update(choices=names, value=run), gr.update(choices=names, value=b), key, note)
 
@@ -140,7 +140,7 @@ def compare(root, uploads, run_a, run_b):
         return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
     return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=None))
+            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):

@@ -109,7 +109,7 @@ def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
 def test_exports(root):
     csv = h.export_table(root, {}, [ORACLE, GUESS], *NO_FILTERS[:-1], "zoom")
     lines = Path(csv["value"]).read_text().splitlines()
-    assert lines[0].startswith("run,episode") and len(lines) == 7
+    assert lines[0].startswith("episode,family") and len(lines) == 7
     jsonl = h.export_episodes(root, {}, [GUESS], *NO_FILTERS)
     rows = [json.loads(line) for line in Path(jsonl["value"]).read_text().splitlines()]
     assert len(rows) == 6 and rows[0]["policy"] == "guess"
