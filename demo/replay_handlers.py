@@ -46,7 +46,7 @@ def on_load(root: str, request: gr.Request | None = None):
     asked = query.get("run")
     note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
-    b = names[1] if len(names) > 1 else run
+    b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
             gr.update(choices=names, value=run), gr.update(choices=names, value=b), key, note)
 
@@ -74,9 +74,10 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
-    """A click on a table row picks that row's episode."""
-    row = shown.iloc[evt.index[0]]
-    return episode_key(str(row["run"]), str(row["episode"]))
+    """A click on a table row picks that row's episode (the clicked values, so sorting is safe)."""
+    values = evt.row_value or shown.iloc[evt.index[0]].tolist()
+    columns = list(shown.columns)
+    return episode_key(str(values[columns.index("run")]), str(values[columns.index("episode")]))
 
 
 def show_episode(root, uploads, key):
@@ -140,7 +141,7 @@ def compare(root, uploads, run_a, run_b):
         return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
     return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=None))
+            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):
@@ -149,4 +150,5 @@ def compare_episode(root, uploads, run_a, run_b, scenario):
         ep_a, ep_b = replays.compared_episodes(root, run_a, run_b, scenario, uploads)
     except replays.VIEW_ERRORS:
         return [], []
-    return transcripts.chat_messages(ep_a), transcripts.chat_messages(ep_b)
+    return (gr.update(value=transcripts.chat_messages(ep_a), label=f"a: {run_a} · score {ep_a.score:.3f}"),
+            gr.update(value=transcripts.chat_messages(ep_b), label=f"b: {run_b} · score {ep_b.score:.3f}"))

@@ -34,13 +34,13 @@ def _filters() -> list[gr.components.Component]:
 def _episode_view():
     header = gr.Markdown("Pick an episode in the table or the list above.")
     with gr.Row():
-        chat = gr.Chatbot(label="Transcript", height=620, scale=1, buttons=["copy_all"],
+        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
                           feedback_options=None, group_consecutive_messages=False)
-        with gr.Column(scale=1):
+        with gr.Column(scale=6):
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
                                  "never revealed)", interactive=False, wrap=True, max_height=320,
-                                 column_widths=["24%", "17%", "17%", "13%", "13%", "16%"])
+                                 column_widths=["25%", "17%", "17%", "12%", "12%", "17%"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
 
@@ -56,8 +56,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
     upload_note = gr.Markdown()
     query_note = gr.Markdown()
-    with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=False):
-        runs_table = gr.Dataframe(interactive=False, wrap=True)
+    with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=300)
     with gr.Tabs():
         with gr.Tab("Episodes"):
             filters = _filters()
@@ -82,7 +82,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
                 chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
                 chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
         with gr.Tab("Overview"):
-            gr.HTML(f"<div style='font-size:13px'>Family colours: {family_legend()}</div>")
+            gr.HTML(f"<div style='font-size:13px'>The picked runs, under the Episodes tab's filters. "
+                    f"Family colours: {family_legend()}</div>")
             with gr.Row():
                 fam_plot, comp_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             with gr.Row():
