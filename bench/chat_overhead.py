@@ -2,7 +2,7 @@
 
 For each model the same prompt (the first agent turn of a fixed scenario) is generated greedily
 to exactly N new tokens, alternating our path (``core.streaming.stream_turn``: ChatPolicy.sample
-in a worker thread, a per-token stop check, a queue, incremental decoding) and a bare
+in a worker thread, a per-token stop check, a queue, text decoded for display every 50 ms) and a bare
 ``model.generate`` call. Models: the shipped policy (checkpoints/clarify-grpo, else
 clarify-warmup, else a random body of the warmup's default config, and the report says which),
 and a random body of the Qwen3-0.6B shape in fp32 and int8. ``overhead_ratio`` is our time over
@@ -70,15 +70,18 @@ def random_body(shape: dict, tokenizer, seed: int = 0):
     return Qwen3ForCausalLM(config).eval()
 
 
-def shipped_policy():
-    """(label, model, tokenizer) of the best shipped policy, or of a random warmup-shaped body."""
+def shipped_policy(folder: Path | None = None):
+    """(label, model, tokenizer) of ``folder``, else the best shipped policy, else a random
+    warmup-shaped body."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    for name in SHIPPED_POLICIES:
-        path = SHIPPED_DIR / name
+    for path in [folder] if folder else [SHIPPED_DIR / name for name in SHIPPED_POLICIES]:
         if (path / "config.json").is_file():
             model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-            return f"checkpoints/{name}", model, AutoTokenizer.from_pretrained(path)
+            label = str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+            return label, model, AutoTokenizer.from_pretrained(path)
+    if folder:
+        raise SystemExit(f"{folder} holds no config.json: not a model folder")
     tokenizer = tokenizer_for_random_bodies()
     return "random body of the warmup shape (no shipped policy yet)", random_body(WARMUP_SHAPE, tokenizer), tokenizer
 
@@ -134,10 +137,11 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None, help="write the measurements as JSON here")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
     p.add_argument("--skip-big", action="store_true", help="skip the Qwen3-0.6B-shaped body")
+    p.add_argument("--policy", type=Path, default=None, help="measure this policy folder instead of the shipped one")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = []
-    label, model, tokenizer = shipped_policy()
+    label, model, tokenizer = shipped_policy(args.policy)
     rows.append(measure(label, model, tokenizer, 48 if args.quick else 120, 9 if args.quick else 25))
     if not args.skip_big:
         big = random_body(QWEN3_06B, tokenizer)

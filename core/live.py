@@ -17,7 +17,6 @@ import json
 import re
 import secrets
 import threading
-import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,14 +209,12 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
     policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation())
     while not session.done and session.pending is None:
         seed = session.settings.seed * 1000 + len(session.env.turns)
-        last, ids = 0.0, []
+        ids: list[int] = []
         session.status = f"generating turn {len(session.env.turns) + 1}"
-        with closing(stream_turn(policy, session.env, stop, seed)) as stream:
+        with closing(stream_turn(policy, session.env, stop, seed, min_interval)) as stream:
             for session.draft, ids in stream:
                 session.draft_tokens = len(ids)
-                if time.monotonic() - last >= min_interval:
-                    last = time.monotonic()
-                    yield session
+                yield session
         finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
         raw, session.draft, session.draft_tokens = session.draft, "", 0
         if stop.is_set() and not finished:

@@ -9,6 +9,7 @@ within one token rather than just hiding their output.
 
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -74,11 +75,13 @@ def turn_text(tokenizer: Any, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True)
 
 
-def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event,
-                sample_seed: int) -> Iterator[tuple[str, list[int]]]:
+def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sample_seed: int,
+                min_interval: float = 0.05) -> Iterator[tuple[str, list[int]]]:
     """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
 
-    Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
+    Text is decoded at most every ``min_interval`` seconds (the first token at once, the whole
+    turn at the end), so a fast model is not slowed by decoding for a display that cannot keep
+    up. Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
     thread is joined before this returns, so no computation outlives the turn.
     """
     closed = threading.Event()
@@ -98,12 +101,16 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event,
     worker = threading.Thread(target=work, name="live-generate", daemon=True)
     worker.start()
     ids: list[int] = []
+    last = float("-inf")
     try:
         while (chunk := streamer.queue.get()) is not None:
             ids.extend(chunk)
             if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
                 ids = ids[:ids.index(policy.eos_id) + 1]
-            yield turn_text(policy.tokenizer, ids), ids
+            if time.monotonic() - last >= min_interval:
+                last = time.monotonic()
+                yield turn_text(policy.tokenizer, ids), list(ids)
+        yield turn_text(policy.tokenizer, ids), ids
     finally:
         closed.set()  # the consumer is gone or done: no token after this one
         worker.join()
