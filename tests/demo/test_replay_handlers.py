@@ -64,7 +64,7 @@ def test_pick_row_returns_that_rows_episode(root):
 
 def test_show_episode(root):
     header, chat, marks, fig, link = h.show_episode(root, {}, f"{GUESS}|seed2_event_planning_medium#0")
-    assert "score **0.338**" in header and chat[0]["role"] == "user"
+    assert "score **0.125**" in header and chat[0]["role"] == "user"
     assert list(marks["field"])[0] == "★ event_type" and fig.data
     assert "?run=fixture-set%2Fguess&episode=seed2_event_planning_medium%230" in link
 
