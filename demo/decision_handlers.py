@@ -213,7 +213,5 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]
-    rows = [[g, s.ideal[g], *[f"{s.groups[g].mean:.3f} [{s.groups[g].lo:.3f}, {s.groups[g].hi:.3f}]" for s in summaries],
-             *[reports.PUBLISHED_PROBE[a].get(g, "") for a in reports.PUBLISHED_PROBE]] for g in summaries[0].groups]
-    cols = ["group", "ideal", *[s.name for s in summaries], *[f"published {a}" for a in reports.PUBLISHED_PROBE]]
+    cols, rows = reports.probe_rows(summaries)
     return [_error(None), _error(None), plots.probe_figure(summaries, reports.PUBLISHED_PROBE), pd.DataFrame(rows, columns=cols)]
