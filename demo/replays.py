@@ -32,7 +32,7 @@ def _filters() -> list[gr.components.Component]:
 
 
 def _episode_view():
-    header = gr.Markdown("Pick an episode in the table or the list above.")
+    header = gr.Markdown(h.PICK_HINT)
     with gr.Row():
         chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
                           feedback_options=None, group_consecutive_messages=False)
@@ -40,7 +40,7 @@ def _episode_view():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
                                  "never revealed)", interactive=False, wrap=True, max_height=320,
-                                 column_widths=["25%", "17%", "17%", "12%", "12%", "17%"])
+                                 column_widths=["22%", "15%", "15%", "14%", "14%", "20%"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
 
@@ -77,7 +77,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
             comp_note = gr.Markdown()
             diff_plot = gr.Plot(show_label=False)
             diff_table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")
-            scenario = gr.Dropdown([], label="Shared scenario to read side by side")
+            scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
+                                   allow_custom_value=True)
             with gr.Row():
                 chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
                 chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
@@ -101,7 +102,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
     picker.change(h.show_episode, state + [picker], [header, chat, marks, breakdown, link],
                   api_name="show_episode")
     upload.upload(h.upload_log, [root, upload, keep_valid, uploads, runs],
-                  [uploads, upload_note, runs, run_a, run_b], api_name="upload_log")
+                  [uploads, upload_note, runs, run_a, run_b, upload], api_name="upload_log")
     csv_btn.click(h.export_table, state + selection, [export], api_name="export_csv")
     jsonl_btn.click(h.export_episodes, state + selection, [export], api_name="export_jsonl")
     gr.on([run_a.change, run_b.change], h.compare, state + [run_a, run_b],
