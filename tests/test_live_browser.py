@@ -79,7 +79,7 @@ def generating():
 def test_watch_episode_streams_and_ends_with_the_breakdown(app, browser, tmp_path):
     url, root = app
     page = open_page(browser, url)
-    use_slow_greedy(page, root, 200)
+    use_slow_greedy(page, root, 96)
     page.get_by_role("button", name="▶ Start episode").click()
     page.get_by_text("generating (").first.wait_for(timeout=20000)  # streamed partial text
     page.screenshot(path=tmp_path / "watch_streaming.png", full_page=True)
