@@ -54,7 +54,7 @@ def _runs_bar() -> SimpleNamespace:
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
     upload_note, query_note = gr.Markdown(), gr.Markdown()
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
-        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=300)
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380)
     return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
                            query_note=query_note, runs_table=runs_table)
 
