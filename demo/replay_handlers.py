@@ -67,8 +67,9 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
         rows = replays.filtered_rows(root, runs or [], filters, uploads)
     except replays.VIEW_ERRORS as exc:
         return None, gr.update(choices=[]), f"⚠ {exc}"
+    head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
-             for r, e, s in zip(rows["run"], rows["episode"], rows["score"])][:EPISODE_CHOICES_MAX]
+             for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
     return table.display_frame(rows), gr.update(choices=picks), count
