@@ -14,8 +14,8 @@ import pandas as pd
 from core.families import RUBRIC_WEIGHTS
 from core.stats import Interval, bootstrap_mean, paired_difference
 
-TABLE_COLUMNS = ["run", "episode", "family", "difficulty", "score", "gate",
-                 "questions", "revealed", "profile", "termination", "recorded"]
+TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
+                 "profile", "termination", "recorded", "run"]
 """Columns shown in the episode table (the frame also holds components and search text);
 ``recorded`` is the score an imported source log recorded, shown only when some row has one."""
 
@@ -187,6 +187,13 @@ def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
     out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
     rows.to_csv(out, index=False)
     return out
+
+
+def largest_gap(comp: Comparison) -> str | None:
+    """The shared scenario where the two runs differ most (the first one worth reading)."""
+    if comp.table.empty:
+        return None
+    return str(comp.table.loc[comp.table["diff"].abs().idxmax(), "scenario"])
 
 
 def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:

@@ -14,8 +14,9 @@ from core.records import RewardBreakdown
 
 FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
 """Family -> colour, in the families table's order (Tableau-like, colour-blind tolerant)."""
-COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#4C78A8", "InfoGain": "#54A24B",
-                    "QuestionEfficiency": "#F58518", "HallucinationCheck": "#B279A2"}
+COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#2F4B7C", "InfoGain": "#1B9E9E",
+                    "QuestionEfficiency": "#C9A227", "HallucinationCheck": "#8C564B"}
+"""Component -> colour; deliberately none of the family colours, so no chart mixes the two."""
 RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
 """Bar pattern per run, in the order runs are given."""
 _LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=40), height=340,
@@ -29,6 +30,15 @@ def short_component(name: str) -> str:
 
 def family_color(family: str) -> str:
     return FAMILY_COLORS.get(family, "#7F7F7F")
+
+
+def _run_legend(fig: go.Figure, runs: Sequence[str]) -> None:
+    """Legend entries for the run patterns (grey swatches), only when several runs share a chart."""
+    if len(runs) < 2:
+        return
+    for i, run in enumerate(runs):
+        fig.add_bar(x=[None], y=[None], name=str(run), legendgroup="runs", legendgrouptitle_text="run",
+                    marker=dict(color="#BBBBBB", pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])))
 
 
 def _empty(title: str, why: str) -> go.Figure:
@@ -49,22 +59,25 @@ def family_bars(scores: pd.DataFrame) -> go.Figure:
     if scores.empty:
         return _empty(title, "no episodes selected")
     fig = go.Figure(layout=dict(title=title, barmode="group", **_LAYOUT))
-    for i, (run, rows) in enumerate(scores.groupby("run", observed=True, sort=False)):
+    groups = list(scores.groupby("run", observed=True, sort=False))
+    for i, (run, rows) in enumerate(groups):
         colors = [family_color(f) for f in rows["family"]]
         pattern = RUN_PATTERNS[i % len(RUN_PATTERNS)]
-        fig.add_bar(x=rows["family"], y=rows["mean"], name=str(run), offsetgroup=str(i),
+        fig.add_bar(x=rows["family"], y=rows["mean"], name=str(run), offsetgroup=str(i), showlegend=False,
                     marker=dict(color=colors, pattern=dict(shape=pattern)),
                     customdata=rows[["max", "n"]], hovertemplate=(
                         "%{x}<br>mean %{y:.3f}<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
         fig.add_scatter(x=rows["family"], y=rows["max"], mode="markers", offsetgroup=str(i),
                         marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
                         showlegend=False, hoverinfo="skip")
+    _run_legend(fig, [run for run, _ in groups])
     fig.update_layout(scattermode="group")
     fig.update_yaxes(range=[0, 1.05], title="score")
     return fig
 
 
-def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: dict) -> go.Figure:
+def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: dict,
+               xrange: list[float]) -> go.Figure:
     if frame.empty:
         return _empty(title, "no episodes selected")
     runs = list(frame["run"].astype(str).unique())
@@ -77,7 +90,8 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
                                           pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
                               showlegend=i == 0, offsetgroup=str(i),
                               hovertemplate=f"{run}<br>{family}<br>%{{x}}: %{{y}} episodes<extra></extra>")
-    fig.update_xaxes(title=xtitle)
+    _run_legend(fig, runs)
+    fig.update_xaxes(title=xtitle, range=xrange)
     fig.update_yaxes(title="episodes")
     return fig
 
@@ -85,13 +99,15 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
 def score_histogram(frame: pd.DataFrame) -> go.Figure:
     """Distribution of episode scores, stacked by family (one pattern per run)."""
     return _histogram(frame, "score", "Episode scores", "score",
-                      dict(start=0.0, end=1.0001, size=0.05))
+                      dict(start=0.0, end=1.0001, size=0.05), [0, 1.0])
 
 
 def questions_histogram(frame: pd.DataFrame) -> go.Figure:
     """How many questions episodes asked, stacked by family (one pattern per run)."""
-    return _histogram(frame, "questions", "Questions asked per episode", "questions",
-                      dict(start=-0.5, end=7.5, size=1))
+    fig = _histogram(frame, "questions", "Questions asked per episode", "questions",
+                     dict(start=-0.5, end=7.5, size=1), [-0.5, 6.5])
+    fig.update_xaxes(dtick=1)
+    return fig
 
 
 def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None) -> go.Figure:
@@ -106,22 +122,25 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
         return _empty(title, "no rubric breakdowns in the selection")
     weights = weights or {}
     fig = go.Figure(layout=dict(title=title, barmode="group", **_LAYOUT))
-    for i, (run, rows) in enumerate(means.groupby("run", observed=True, sort=False)):
+    groups = list(means.groupby("run", observed=True, sort=False))
+    for i, (run, rows) in enumerate(groups):
         names = [short_component(c) for c in rows["component"]]
-        labels = [f"{n} ×{weights[c]:.2f}" if c in weights else n
+        labels = [f"{n} ×{weights[c]:.2f}" if c in weights else f"{n} (gate)"
                   for n, c in zip(names, rows["component"])]
-        fig.add_bar(x=labels, y=rows["mean"], name=str(run),
+        fig.add_bar(x=labels, y=rows["mean"], name=str(run), showlegend=False,
                     marker=dict(color=[COMPONENT_COLORS.get(n, "#7F7F7F") for n in names],
                                 pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
                     hovertemplate="%{x}<br>mean %{y:.3f}<extra>" + str(run) + "</extra>")
+    _run_legend(fig, [run for run, _ in groups])
     fig.update_yaxes(range=[0, 1.05], title="mean value")
     return fig
 
 
-def breakdown_bars(breakdown: RewardBreakdown | None) -> go.Figure:
+def breakdown_bars(breakdown: RewardBreakdown | None,
+                   missing: str = "this episode has no breakdown (still running)") -> go.Figure:
     """One episode's rubric: each component's value and its weighted share of the score."""
     if breakdown is None:
-        return _empty("Rubric breakdown", "this episode has no breakdown (still running)")
+        return _empty("Rubric breakdown", missing)
     gate = "passed" if breakdown.gate_passed else "FAILED: score is 0"
     title = f"Score {breakdown.total:.3f} (rubric {breakdown.rubric}) · format gate {gate}"
     names = list(breakdown.weights) or list(breakdown.components)

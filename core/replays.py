@@ -224,6 +224,16 @@ def run_names(root: str | Path, uploads: dict | None = None) -> list[str]:
     return [r.name for r in discover_runs(root)] + list(uploads or {})
 
 
+def companion_run(names: Sequence[str], run: str | None) -> str | None:
+    """A default second run to compare with ``run``: the first other run in the same folder
+    (same scenario set), else the first other run."""
+    others = [n for n in names if n != run]
+    if run is None or not others:
+        return run
+    folder = run.rpartition("/")[0]
+    return next((n for n in others if n.rpartition("/")[0] == folder), others[0])
+
+
 def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
                   uploads: dict | None = None) -> pd.DataFrame:
     """The episode table of the named runs, filtered."""
@@ -232,7 +242,7 @@ def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
 
 def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
-    note = f"✅ Opened **{run.name}**: {len(run)} episodes."
+    note = f"✓ Opened **{run.name}**: {len(run)} episodes."
     if run.problems:
         shown = "\n".join(f"- {p}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""

@@ -39,7 +39,7 @@ def test_filter_and_show(client):
     table, picker, count = client.predict([ORACLE, GUESS], *FILTERS.values(), api_name="/filter_episodes")
     assert "**12** episodes" in count and len(table["data"]) == 12
     table, _, count = client.predict([GUESS], [], ["hard"], 0, 1, "fail", [], "", api_name="/filter_episodes")
-    assert [row[1] for row in table["data"]] == ["seed6_meeting_scheduling_hard#0"]
+    assert [row[0] for row in table["data"]] == ["seed6_meeting_scheduling_hard#0"]
     header, chat, marks, plot, link = client.predict(f"{GUESS}|seed6_meeting_scheduling_hard#0",
                                                      api_name="/show_episode")
     assert "unparseable" in header and "gate ✗" in header
@@ -60,4 +60,32 @@ def test_compare(client):
 def test_export_csv(client):
     out = client.predict([ORACLE], *FILTERS.values(), api_name="/export_csv")
     path = out["value"] if isinstance(out, dict) else out
-    assert Path(path).read_text().startswith("run,episode")
+    assert Path(path).read_text().startswith("episode,family")
+
+
+def test_main_prints_where_it_listens(tmp_path):
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--replays-dir", str(FIXTURE)],
+                            cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        while line and "listening" not in line:
+            line = proc.stdout.readline()
+        assert f"ClarifyLab listening on http://127.0.0.1:{port}" in line
+        deadline = time.time() + 60
+        while True:
+            try:
+                assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status == 200
+                break
+            except OSError:
+                assert time.time() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

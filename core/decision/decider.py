@@ -42,9 +42,9 @@ class Limits:
     """Prefix = "User: Context:" header + state + blank line (+ BOS if any)."""
     max_suffix_tokens: int = 448
     """One question's suffix: question, lettered options and answer cue."""
-    question_chunk: int = 8
+    question_chunk: int = 4
     """Shared path: questions per batched forward (bounds memory)."""
-    packed_chunk_tokens: int = 384
+    packed_chunk_tokens: int = 256
     """Packed path: suffix tokens per forward (bounds the mask and activations)."""
 
 

@@ -23,8 +23,10 @@ def frame():
 
 def test_family_bars_colour_by_family_and_pattern_by_run(frame):
     fig = plots.family_bars(table.family_scores(frame))
-    bars = [t for t in fig.data if t.type == "bar"]
+    bars = [t for t in fig.data if t.type == "bar" and t.legendgroup != "runs"]
     assert [b.name for b in bars] == ["oracle", "guess"]
+    legend = [t.name for t in fig.data if t.legendgroup == "runs"]
+    assert legend == ["oracle", "guess"]  # grey pattern swatches name the runs
     fams = list(bars[0].x)
     assert list(bars[0].marker.color) == [plots.FAMILY_COLORS[f] for f in fams]
     assert bars[0].marker.pattern.shape != bars[1].marker.pattern.shape
@@ -34,12 +36,12 @@ def test_family_bars_colour_by_family_and_pattern_by_run(frame):
 
 def test_histograms_count_every_episode(frame):
     for fig in (plots.score_histogram(frame), plots.questions_histogram(frame)):
-        assert sum(len(t.x) for t in fig.data) == len(frame)
+        assert sum(len(t.x) for t in fig.data if t.type == "histogram") == len(frame)
 
 
 def test_component_bars_label_weights(frame):
     fig = plots.component_bars(table.component_means(frame, table.COMPONENTS), table.COMPONENT_WEIGHTS)
-    assert "FieldMatch ×0.50" in list(fig.data[0].x)
+    assert "FieldMatch ×0.50" in list(fig.data[0].x) and "FormatCheck (gate)" in list(fig.data[0].x)
 
 
 def test_breakdown_shares_add_up_to_the_score():

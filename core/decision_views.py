@@ -1,0 +1,247 @@
+"""What the Decisions tab asks of a decision model, as plain data: states, built questions, readings.
+
+The tab's question builder gives rows of (type, question, options text); ``build_questions`` turns
+them into the typed-criteria shape that ``Decider.score`` takes, keeping one error message per row
+so the UI can show it next to the offending field. ``parse_state`` reads the state box (text, or a
+JSON object kept as a record), ``request_errors`` attributes a too-long request to the state or to
+the question at fault, and ``reading`` adds the UI's derived facts (top-two margin) to an answer.
+
+    built = build_questions([QuestionRow("choice", "Which team?", "BIL: billing\\nSEC: security")])
+    decider.score(parse_state("Card charged twice."), built.questions)
+"""
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from core.decision.prompt import encode, render_prefix, render_suffix
+from core.decision.questions import PRIMITIVES, Choice, QuestionError, render_state, typed_question
+
+CLOSE_MARGIN = 0.10
+"""Top-two probability gap below which an answer gets the "close call" badge."""
+PAIR = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,40})\s*:\s*(\S.*?)\s*$")
+"""A ``key: description`` line: the key is one word of letters, digits, ``_ . -``."""
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One row of the question builder, as typed by the user."""
+
+    kind: str
+    """``choice``, ``score`` or ``noul``."""
+    text: str
+    options: str
+    """One option per line, or ``key: description`` on every line (noul: optional true/false notes)."""
+
+    @property
+    def blank(self) -> bool:
+        return not (self.text or "").strip() and not (self.options or "").strip()
+
+
+@dataclass(frozen=True)
+class BuiltQuestions:
+    """The typed-criteria questions that validated, and a message for every row that did not."""
+
+    questions: dict[str, dict]
+    """qid -> {"type", "instructions", "criteria"}, in row order (only rows without errors)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """qid -> what is wrong with that row (qids are ``q1``.. by row position)."""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.questions) and not self.errors
+
+
+def question_id(index: int) -> str:
+    """The id of builder row ``index`` (0-based): ``q1``, ``q2``, ..."""
+    return f"q{index + 1}"
+
+
+def parse_options(kind: str, text: str) -> list[str] | dict[str, str] | None:
+    """Options text -> a list (one per line) or, when every line is ``key: description``, a dict.
+
+    Noul rows take no options, or ``true: ...`` / ``false: ...`` notes. Raises QuestionError for
+    keys that repeat, or noul lines other than true/false.
+    """
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    pairs = [PAIR.match(ln) for ln in lines]
+    if kind == "noul":
+        if not lines:
+            return None
+        if not all(pairs) or {m.group(1).lower() for m in pairs} - {"true", "false"}:
+            raise QuestionError("a yes/no question takes no options, or 'true: ...' / 'false: ...' notes")
+        return {m.group(1).lower(): m.group(2) for m in pairs}
+    if not lines or not all(pairs):
+        return lines
+    keyed: dict[str, str] = {}
+    for n, m in enumerate(pairs, 1):
+        if m.group(1) in keyed:
+            raise QuestionError(f"option key {m.group(1)!r} on line {n} is used twice; keys must differ")
+        keyed[m.group(1)] = m.group(2)
+    return keyed
+
+
+def row_spec(row: QuestionRow, qid: str | None = None) -> dict:
+    """The typed-criteria entry of one builder row (validated by ``typed_question``)."""
+    if row.kind not in PRIMITIVES:
+        raise QuestionError(f"unknown question type {row.kind!r}; pick one of {list(PRIMITIVES)}")
+    text, criteria = (row.text or "").strip(), parse_options(row.kind, row.options)
+    if row.kind == "choice" and isinstance(criteria, list):
+        # plain lines: each option is its own key; build it first so duplicates are refused, not merged
+        criteria = {o: o for o in Choice(text or "?", criteria, qid=qid).options}
+    spec = {"type": row.kind, "instructions": text, "criteria": criteria}
+    if criteria is None:
+        del spec["criteria"]
+    return spec
+
+
+def _strip_qid(qid: str, message: str) -> str:
+    """Core messages start with ``question 'q1': ``; next to the row itself that is noise."""
+    prefix = f"question {qid!r}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def build_questions(rows: Sequence[QuestionRow]) -> BuiltQuestions:
+    """Validate every non-blank builder row; ids are ``q1``.. by row position."""
+    questions: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    for i, row in enumerate(rows):
+        qid = question_id(i)
+        if row.blank:
+            continue
+        try:
+            spec = row_spec(row, qid)
+            typed_question(qid, spec)
+        except QuestionError as err:
+            errors[qid] = _strip_qid(qid, str(err))
+            continue
+        questions[qid] = spec
+    return BuiltQuestions(questions, errors)
+
+
+def parse_state(text: str | Mapping[str, Any] | None) -> str | dict:
+    """The state box: a JSON object (text starting with ``{``) becomes a record, anything else text.
+
+    Raises QuestionError when the state is empty or looks like JSON but does not parse.
+    """
+    if isinstance(text, Mapping):
+        state: str | dict = dict(text)
+    else:
+        raw = (text or "").strip()
+        if not raw:
+            raise QuestionError("the state is empty; type the situation the questions are about")
+        state = raw
+        if raw.startswith("{"):
+            try:
+                state = json.loads(raw)
+            except json.JSONDecodeError as err:
+                raise QuestionError(f"the state starts with '{{' but is not valid JSON: {err.msg} at line "
+                                    f"{err.lineno}, column {err.colno}") from None
+            if not isinstance(state, dict):
+                raise QuestionError("a JSON state must be one object {field: value}")
+    render_state(state)  # raises on an empty record
+    return state
+
+
+def record_rows(state: str | Mapping[str, Any]) -> list[list[str]]:
+    """A record state as [field, value] rows for a table (text values as is, others as JSON)."""
+    if not isinstance(state, Mapping):
+        return []
+    return [[str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)] for k, v in state.items()]
+
+
+def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[str, dict]) -> dict[str, str]:
+    """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
+
+    Mirrors ``Decider.tokenize``'s accounting (prefix with optional BOS; each question's suffix;
+    the prefix limit shrinks so the longest suffix still fits the model's positions).
+    """
+    tok, lim = decider.tokenizer, decider.limits
+    text = render_state(state).strip()
+    prefix = len(encode(tok, render_prefix(text))) + (1 if decider.prepend_bos else 0)
+    errors: dict[str, str] = {}
+    longest = 0
+    for qid, spec in questions.items():
+        q = typed_question(qid, spec).question
+        n = len(encode(tok, render_suffix(q.text, q.options)))
+        longest = max(longest, n)
+        if n > lim.max_suffix_tokens:
+            errors[qid] = (f"this question and its options are {n} tokens; the model takes at most "
+                           f"{lim.max_suffix_tokens} per question")
+    p_lim = min(lim.max_prefix_tokens, decider.max_positions - longest)
+    if prefix > p_lim:
+        errors["state"] = (f"the state is {prefix} tokens with the prompt header; this model takes at most "
+                           f"{p_lim}. Shorten it (nothing is cut silently).")
+    return errors
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One typed answer plus what the UI derives from it."""
+
+    qid: str
+    answer: dict
+    """The typed-criteria answer (``choice``, ``probabilities``, ``confidence``, ...)."""
+    margin: float
+    """Top probability minus the second, in [0, 1]."""
+
+    @property
+    def close(self) -> bool:
+        return self.margin < CLOSE_MARGIN
+
+
+def reading(qid: str, answer: Mapping[str, Any]) -> Reading:
+    """Wrap a typed answer with its top-two margin."""
+    top = sorted(answer["probabilities"].values(), reverse=True)
+    return Reading(qid, dict(answer), float(top[0] - top[1]))
+
+
+# ---- one Ask: state + builder rows + one or two models -> answers, or errors per field
+
+
+@dataclass
+class AskResult:
+    """Everything one press of Ask produces; ``errors`` keys are the fields they belong next to."""
+
+    questions: dict[str, str] = field(default_factory=dict)
+    """qid -> question text, for every row that validated."""
+    answers: dict[str, dict[str, dict]] = field(default_factory=dict)
+    """model key -> {qid: typed answer}."""
+    usage: dict[str, dict] = field(default_factory=dict)
+    """model key -> the Decider's usage record (tokens, path)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """model key -> wall time of its score call."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """``state``, ``questions``, ``model``, ``model_b`` or a qid -> message."""
+
+
+def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: Sequence[QuestionRow]) -> AskResult:
+    """Validate the state and rows, then score them under each decider (model key -> Decider).
+
+    Any error stops before a model runs, so a result has either answers or errors, never stale ones.
+    """
+    result = AskResult()
+    built = build_questions(rows)
+    result.errors.update(built.errors)
+    if not built.questions and not built.errors:
+        result.errors["questions"] = "add at least one question (a question text and its options)"
+    try:
+        state = parse_state(state_text)
+    except QuestionError as err:
+        result.errors["state"] = str(err)
+        state = None
+    result.questions = {q: s["instructions"] for q, s in built.questions.items()}
+    if result.errors:
+        return result
+    for decider in deciders.values():
+        result.errors.update(request_errors(decider, state, built.questions))
+    if result.errors:
+        return result
+    for key, decider in deciders.items():
+        start = time.perf_counter()
+        scored = decider.score(state, built.questions)
+        result.seconds[key] = time.perf_counter() - start
+        result.answers[key], result.usage[key] = scored["answers"], scored["usage"]
+    return result
