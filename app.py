@@ -21,7 +21,7 @@ DEFAULT_REPLAYS = Path(os.environ.get("CLARIFYLAB_REPLAYS", ROOT / "replays"))
 DEFAULT_MODELS = os.environ.get("CLARIFYLAB_MODELS") or None
 """Extra folder of local model checkpoints for the Live play picker (``--models-dir``)."""
 DECISION_MODELS = os.environ.get("CLARIFYLAB_DECISION_MODELS", "")
-"""A folder of extra rlcd-decision-only-v1 exports for the Decisions tab (optional)."""
+"""A folder of extra rlcd-decision-only-v1 exports for the Decisions tab (default: ``--models-dir``)."""
 INTRO = ("# ClarifyLab\nSmall language models that *ask before they act*: replay logged clarify "
          "episodes, see why each one scored what it did, and compare policies.")
 
@@ -37,7 +37,7 @@ def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path
             with gr.Tab("Live play", id="live"):
                 live.build(blocks, replays_dir, models_dir)
             with gr.Tab("Decisions", id="decisions"):
-                decisions.build(blocks, decision_models)
+                decisions.build(blocks, decision_models or models_dir or "")
     return blocks
 
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--replays-dir", type=Path, default=None, help="folder of replay runs")
     parser.add_argument("--decision-models", type=Path, default=None,
-                        help="folder of extra decision-model exports for the Decisions tab")
+                        help="folder of extra decision-model exports for the Decisions tab (default: --models-dir)")
     parser.add_argument("--models-dir", type=Path, default=None,
                         help="folder of local model checkpoints (Hugging Face layout) for Live play")
     parser.add_argument("--share", action="store_true", help="public gradio.live link (needs network)")
