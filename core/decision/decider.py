@@ -42,7 +42,7 @@ class Limits:
     """Prefix = "User: Context:" header + state + blank line (+ BOS if any)."""
     max_suffix_tokens: int = 448
     """One question's suffix: question, lettered options and answer cue."""
-    question_chunk: int = 4
+    question_chunk: int = 8
     """Shared path: questions per batched forward (bounds memory)."""
     packed_chunk_tokens: int = 256
     """Packed path: suffix tokens per forward (bounds the mask and activations)."""
@@ -201,7 +201,7 @@ class Decider:
         dev, out = self._device(), []
         for s in req.suffixes:
             ids = torch.tensor([req.prefix + s], device=dev)
-            out.append(self.body(input_ids=ids, use_cache=False).last_hidden_state[0, -1])
+            out.append(self.body(input_ids=ids, use_cache=False).last_hidden_state[0, -1].clone())  # no view: frees the rest
         return torch.stack(out)
 
     def _prefill(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
