@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.decision.export import CARD_FILE, load_decider
+CARD_FILE = "decision.json"
+"""The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = ROOT / "checkpoints"
@@ -118,6 +119,8 @@ class DeciderCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._deciders:
+                from core.decision.export import load_decider  # torch loads with the first model, not the app
+
                 self._deciders[key] = load_decider(found.path)
             return self._deciders[key]
 

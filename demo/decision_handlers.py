@@ -11,9 +11,11 @@ import json
 import gradio as gr
 import pandas as pd
 
+from core import decision_evalset as evalset
 from core import decision_examples as examples
 from core import decision_models as models
 from core import decision_plots as plots
+from core import decision_reports as reports
 from core import decision_views as views
 
 MAX_QUESTIONS = 6
@@ -153,3 +155,63 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
     return out
+
+
+# ---- Calibration and Probe views
+
+
+def _models_or_errors(models_dir: str, model_a: str, model_b: str):
+    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    if not model_a:
+        errors["model"] = "pick a decision model"
+    return deciders, errors
+
+
+def _reference(view: reports.CalibrationView):
+    if not view.references:
+        return gr.update(visible=False), gr.update(visible=False)
+    notes = [f"**{r.raw.name.split(' (')[0]}**: T = {r.temperature:.2f}, fitted on {r.fit_rows} rows of other "
+             f"contexts; both columns below use only the {r.raw.n} held-out rows." for r in view.references]
+    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n" + "\n".join(notes)
+    table = [r for ref in view.references for r in [ref.raw, ref.scaled]]
+    return (gr.update(value=head, visible=True),
+            gr.update(value=pd.DataFrame(reports.metrics_rows(table), columns=["metric"] + [r.name for r in table]),
+                      visible=True))
+
+
+def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts: int, upload: str | None,
+              temperature: bool):
+    """Evaluate one or two models on a labelled set: errors (set, model), note, table, two figures, reference."""
+    deciders, errors = _models_or_errors(models_dir, model_a, model_b)
+    view = None
+    try:
+        items = evalset.load_items(source, int(contexts), upload)
+        if not errors:
+            view = reports.evaluate(deciders, items, temperature=bool(temperature))
+    except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
+        errors["set"] = str(err)
+    if view is None or errors:
+        blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
+        return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
+                gr.update(visible=False), gr.update(visible=False)]
+    names = [r.name for r in view.reports]
+    note = f"{len(items)} rows from {source} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
+    return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
+            plots.selective_figure(view.reports), *_reference(view)]
+
+
+def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
+    """Known-posterior probe bars for one or two models: errors (set, model), figure, table."""
+    deciders, errors = _models_or_errors(models_dir, model_a, model_b)
+    summaries = []
+    try:
+        items = evalset.load_items(evalset.SOURCES[1], int(tickets))
+        summaries = [] if errors else reports.probe_view(deciders, items)
+    except ValueError as err:
+        errors["set"] = str(err)
+    if errors:
+        return [_error(errors.get("set")), _error(errors.get("model")),
+                plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]
+    cols, rows = reports.probe_rows(summaries)
+    return [_error(None), _error(None), plots.probe_figure(summaries, reports.PUBLISHED_PROBE), pd.DataFrame(rows, columns=cols)]

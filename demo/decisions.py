@@ -8,6 +8,7 @@ call the same functions, including ``/score`` with core's typed-criteria shape.
 
 import gradio as gr
 
+from core.decision_evalset import SOURCES
 from core.decision_examples import example_names
 from demo import decision_handlers as h
 
@@ -20,6 +21,26 @@ STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier
               "(shown as a record below).")
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
                 "Yes/no: leave empty, or true: ... / false: ... notes.")
+
+UPLOAD_HELP = """One labelled question per line (JSONL) or per row (CSV, same column names):
+
+```json
+{"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security"],
+ "label": "billing", "kind": "choice", "context_id": "t1"}
+```
+
+- `state`: text, or a JSON object (CSV: text). `question`: the question text.
+- `options`: a list (CSV: one cell, options separated by `|`); 2..26 distinct options.
+- `label`: the correct option's text, or its 0-based index.
+- `kind`: `choice` (default), `score` (options low to high) or `noul` (yes/no: options may be left
+  out, label `true`/`false`; the question needs a `?`).
+- `context_id` (optional): groups questions about one state; intervals resample whole contexts.
+
+Errors name the line. At most 5,000 rows."""
+PROBE_HELP = ("The known-posterior probe: synthetic triage tickets whose true posterior is known. A ticket "
+              "with one department cue has one right answer (ideal mean top probability **1.0**); with two "
+              "cues the evidence is split (**0.5**); the page-on-call question is right 90% of the time "
+              "(**0.90**). Hollow markers are the published values for the warmup, RLCD, RLVR and oracle arms.")
 
 
 def _error_line():
@@ -81,14 +102,67 @@ def _ask_panel(models_dir: gr.State):
     return model_a, model_b, model_note
 
 
+def _pickers():
+    with gr.Row(equal_height=True):
+        model_a = gr.Dropdown([], label="Decision model", scale=1)
+        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1)
+    note = gr.Markdown()
+    return model_a, model_b, note, _error_line()
+
+
+def _calibration_panel(models_dir: gr.State):
+    with gr.Row():
+        with gr.Column(scale=4):
+            model_a, model_b, note, model_err = _pickers()
+            source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
+            contexts = gr.Slider(10, 1000, value=100, step=10, label="Contexts (test split) / tickets per kind (probe)",
+                                 info="Every row runs through the model on this CPU; start small.")
+            upload = gr.File(label="Labelled file (.jsonl or .csv)", file_types=[".jsonl", ".json", ".csv"],
+                             type="filepath", height=110, elem_id="dq-upload")
+            set_err = _error_line()
+            with gr.Accordion("Upload format", open=False):
+                gr.Markdown(UPLOAD_HELP)
+            temperature = gr.Checkbox(label="Add temperature scaling fitted on a held-out half (post-hoc reference)")
+            run = gr.Button("Evaluate", variant="primary", elem_id="dq-evaluate")
+        with gr.Column(scale=7):
+            summary = gr.Markdown()
+            table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True)
+            reliability = gr.Plot(show_label=False, elem_id="dq-reliability")
+            selective = gr.Plot(show_label=False, elem_id="dq-selective")
+            ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
+            ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
+    model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature],
+              [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
+    return model_a, model_b, note
+
+
+def _probe_panel(models_dir: gr.State):
+    gr.Markdown(PROBE_HELP)
+    model_a, model_b, note, model_err = _pickers()
+    tickets = gr.Slider(20, 500, value=100, step=10, label="Tickets per kind (one-cue, two-cue)")
+    set_err = _error_line()
+    run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
+    figure = gr.Plot(show_label=False, elem_id="dq-probe-plot")
+    table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False)
+    model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    run.click(h.probe, [models_dir, model_a, model_b, tickets], [set_err, model_err, figure, table], api_name="probe")
+    return model_a, model_b, note
+
+
 def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     gr.HTML(f"<style>{CSS}</style>")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
-            model_a, model_b, model_note = _ask_panel(folder)
-    demo.load(h.model_choices, folder, [model_a, model_b, model_note], api_name="decision_models")
+            pickers = [_ask_panel(folder)]
+        with gr.Tab("Calibration", id="decisions-calibration"):
+            pickers.append(_calibration_panel(folder))
+        with gr.Tab("Probe", id="decisions-probe"):
+            pickers.append(_probe_panel(folder))
+    for i, outputs in enumerate(pickers):
+        demo.load(h.model_choices, folder, list(outputs), api_name="decision_models" if i == 0 else False)
 
     def score(model: str, state: str | dict, questions: dict) -> dict:
         """Typed-criteria scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""

@@ -74,9 +74,10 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
-    """A click on a table row picks that row's episode."""
-    row = shown.iloc[evt.index[0]]
-    return episode_key(str(row["run"]), str(row["episode"]))
+    """A click on a table row picks that row's episode (the clicked values, so sorting is safe)."""
+    values = evt.row_value or shown.iloc[evt.index[0]].tolist()
+    columns = list(shown.columns)
+    return episode_key(str(values[columns.index("run")]), str(values[columns.index("episode")]))
 
 
 def show_episode(root, uploads, key):
@@ -149,4 +150,5 @@ def compare_episode(root, uploads, run_a, run_b, scenario):
         ep_a, ep_b = replays.compared_episodes(root, run_a, run_b, scenario, uploads)
     except replays.VIEW_ERRORS:
         return [], []
-    return transcripts.chat_messages(ep_a), transcripts.chat_messages(ep_b)
+    return (gr.update(value=transcripts.chat_messages(ep_a), label=f"a: {run_a} · score {ep_a.score:.3f}"),
+            gr.update(value=transcripts.chat_messages(ep_b), label=f"b: {run_b} · score {ep_b.score:.3f}"))

@@ -56,8 +56,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
     upload_note = gr.Markdown()
     query_note = gr.Markdown()
-    with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=False):
-        runs_table = gr.Dataframe(interactive=False, wrap=True)
+    with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=300)
     with gr.Tabs():
         with gr.Tab("Episodes"):
             filters = _filters()

@@ -80,3 +80,29 @@ def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     page.get_by_label("q1 options").fill("billing\nsecurity")
     page.locator("#dq-ask").click()
     page.get_by_text("1 option(s)", exact=False).wait_for(state="hidden", timeout=20000)
+
+
+UPLOAD = "".join(
+    f'{{"state": "Ticket {i}: {s}", "question": "Which team?", "options": ["billing", "security", "None of the above"], '
+    f'"label": "{lab}", "context_id": "t{i}"}}\n'
+    for i, (s, lab) in enumerate([("charged twice", "billing"), ("new device login", "security"),
+                                  ("refund missing", "billing"), ("phishing mail", "security"),
+                                  ("printer jam", "None of the above"), ("invoice wrong", "billing")] * 5))
+
+
+def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
+    path = tmp_path / "labelled.jsonl"
+    path.write_text(UPLOAD)
+    page = _open(browser, app_url)
+    page.get_by_role("tab", name="Calibration").click()
+    page.get_by_label("uploaded file").check()
+    page.locator("#dq-upload input[type=file]").set_input_files(str(path))
+    page.get_by_text("labelled.jsonl").first.wait_for(timeout=20000)
+    page.get_by_label("Add temperature scaling", exact=False).check()
+    page.locator("#dq-evaluate").click()
+    page.get_by_text("30 rows from uploaded file", exact=False).wait_for(timeout=60000)
+    page.locator("#dq-reliability .js-plotly-plot").wait_for(timeout=20000)
+    page.locator("#dq-selective .js-plotly-plot").wait_for(timeout=20000)
+    assert "Reliability" in page.locator("#dq-reliability").inner_text()
+    page.get_by_text("a post-hoc reference", exact=False).wait_for(timeout=10000)
+    page.screenshot(path=str(tmp_path / "decisions_calibration.png"), full_page=True)

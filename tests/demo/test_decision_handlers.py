@@ -117,3 +117,69 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
         h.score_api(models_dir, "nope", "s", questions)
     with pytest.raises(gr.Error, match="state is empty"):
         h.score_api(models_dir, "tiny-a", "  ", questions)
+
+
+UPLOAD = "\n".join([
+    '{"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security"], "label": "billing", "context_id": "a"}',
+    '{"state": "Card charged twice.", "question": "Page someone now?", "kind": "noul", "label": "false", "context_id": "a"}',
+    '{"state": "New device login.", "question": "Which team?", "options": ["billing", "security"], "label": "security"}',
+    '{"state": "Refund missing.", "question": "Which team?", "options": ["billing", "security"], "label": 0}',
+    '{"state": "Password reset mail.", "question": "Which team?", "options": ["billing", "security"], "label": 1}',
+]) + "\n"
+
+
+def test_calibrate_on_an_upload_two_models_and_temperature(models_dir, tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(UPLOAD)
+    out = h.calibrate(models_dir, "tiny-a", "tiny-b", "uploaded file", 100, str(path), True)
+    set_err, model_err, note, table, reliability, selective, ref_note, ref_table = out
+    assert not set_err["visible"] and not model_err["visible"] and note.startswith("5 rows from uploaded file")
+    assert list(table.columns) == ["metric", "tiny-a", "tiny-b"] and table["metric"][0] == "accuracy"
+    assert "[" in table["tiny-a"][0]  # value [lo, hi]
+    assert len(reliability.data) == 7  # per model: accuracy, gap, counts; plus the diagonal
+    assert {t.name.split(" (")[0] for t in selective.data} == {"tiny-a", "tiny-b"}
+    assert ref_note["visible"] and "post-hoc reference" in ref_note["value"]
+    assert ref_table["visible"] and any("post-hoc" in c for c in ref_table["value"].columns)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "c"}\n', "line 1: label 'c' is not one of"),
+    ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "a"}\n{oops\n', "line 2: not JSON"),
+    ('{"state": "s", "question": "Which?", "options": ["a"], "label": "a"}\n', "line 1: question 'Which?': 1 option(s)"),
+])
+def test_bad_upload_is_named_next_to_the_upload(models_dir, tmp_path, text, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(path), False)
+    assert out[0]["visible"] and message in out[0]["value"] and out[3] is None
+    good = tmp_path / "good.jsonl"
+    good.write_text(UPLOAD)
+    assert not h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(good), False)[0]["visible"]
+
+
+def test_calibrate_refuses_an_unavailable_model(models_dir, tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(UPLOAD)
+    out = h.calibrate(models_dir, "decision-oracle", "", "uploaded file", 100, str(path), False)
+    assert out[1]["visible"] and "not trained yet" in out[1]["value"]
+
+
+def test_probe_bars_against_ideals(models_dir):
+    pytest.importorskip("core.decision_data")
+    set_err, model_err, fig, table = h.probe(models_dir, "tiny-a", "tiny-b", 20)
+    assert not set_err["visible"] and not model_err["visible"]
+    assert list(table["group"]) == ["one-cue department", "two-cue department", "escalate"]
+    assert list(table["ideal"]) == [1.0, 0.5, 0.9] and "published RLCD" in table.columns
+    assert {"tiny-a", "tiny-b", "ideal"} <= {t.name for t in fig.data}
+
+
+def test_the_tab_imports_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, gradio, demo.decisions\n"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # torch loads with the first model, not at app start-up

@@ -56,6 +56,10 @@ def test_pick_row_returns_that_rows_episode(root):
     shown, _, _ = h.filter_episodes(root, {}, [GUESS], *NO_FILTERS)
     evt = gr.SelectData(None, {"index": [2, 1], "value": "x"})
     assert h.pick_row(shown, evt) == f"{GUESS}|seed3_support_triage_easy#0"
+    # After a client-side sort the clicked row's own values win over its position.
+    row = shown.iloc[4].tolist()
+    evt = gr.SelectData(None, {"index": [0, 1], "value": "x", "row_value": row})
+    assert h.pick_row(shown, evt) == f"{GUESS}|seed5_medical_intake_medium#0"
 
 
 def test_show_episode(root):
@@ -123,8 +127,10 @@ def test_overview_returns_four_figures(root):
 def test_compare_and_side_by_side(root):
     note, diff, fig, scenarios = h.compare(root, {}, ORACLE, GUESS)
     assert "**6** shared scenarios" in note and len(diff) == 6 and len(scenarios["choices"]) == 6
+    assert scenarios["value"] == "seed6_meeting_scheduling_hard"  # the largest gap opens first
     chat_a, chat_b = h.compare_episode(root, {}, ORACLE, GUESS, scenarios["choices"][0])
-    assert chat_a[0] == chat_b[0] and chat_a != chat_b
+    assert chat_a["value"][0] == chat_b["value"][0] and chat_a["value"] != chat_b["value"]
+    assert chat_a["label"].startswith(f"a: {ORACLE} · score")
 
 
 def test_compare_with_a_missing_run(root):

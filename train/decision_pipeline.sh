@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every decision arm from scratch, in order, with wall and CPU times appended to RUNS/times.log:
+#   data -> tokenizer + random body -> warmup (format + warmup stages) -> RLCD, RLVR, oracle,
+#   supervised continuation -> evaluation -> ship into checkpoints/.
+# Usage: nice -n 10 bash train/decision_pipeline.sh [SEED] [RUNS] [DATA]   (resumable: finished stages are skipped)
+set -euo pipefail
+SEED=${1:-0}
+RUNS=${2:-runs/decision}
+DATA=${3:-runs/data/decision}
+PY=${PY:-.venv/bin/python}
+export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+mkdir -p "$RUNS"
+stage() {  # stage NAME DONE_MARKER CMD...
+  local name=$1 done=$2; shift 2
+  if [ -e "$done" ]; then echo "skip $name ($done exists)"; return; fi
+  local t0; t0=$(date +%s.%N)
+  local resume=()
+  if [ -e "$RUNS/$name/meta.jsonl" ]; then resume=(--resume true); fi
+  /usr/bin/time -f "%U %S" -o "$RUNS/.cpu_$name" "$@" "${resume[@]}"
+  local t1; t1=$(date +%s.%N)
+  read -r user sys < "$RUNS/.cpu_$name"
+  echo "{\"stage\": \"$name\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"cpu_s\": $(echo "$user + $sys" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
+}
+[ -e "$DATA/manifest.json" ] || $PY -m train.decision_data --out "$DATA" --seed "$SEED"
+[ -e "$RUNS/base/decision.json" ] || $PY -m train.decision_tokenizer --data "$DATA" --out "$RUNS/base" --seed "$SEED"
+stage warmup "$RUNS/warmup/model" $PY -m train.decision_warmup --init "$RUNS/base" --out "$RUNS/warmup" --data "$DATA" --seed "$SEED"
+stage rlcd "$RUNS/rlcd/model" $PY -m train.decision_rl --reward rlcd --init "$RUNS/warmup/model" --out "$RUNS/rlcd" --data "$DATA" --seed "$SEED"
+stage rlvr "$RUNS/rlvr/model" $PY -m train.decision_rl --reward rlvr --init "$RUNS/warmup/model" --out "$RUNS/rlvr" --data "$DATA" --seed "$SEED"
+stage oracle "$RUNS/oracle/model" $PY -m train.decision_supervised --arm oracle --init "$RUNS/warmup/model" --out "$RUNS/oracle" --data "$DATA" --seed "$SEED"
+stage continuation "$RUNS/continuation/model" $PY -m train.decision_supervised --arm continuation --init "$RUNS/warmup/model" --out "$RUNS/continuation" --data "$DATA" --seed "$SEED"
+$PY -m train.decision_eval --checkpoints "$RUNS" \
+  --arms "warmup=$RUNS/warmup/model,rlcd=$RUNS/rlcd/model,rlvr=$RUNS/rlvr/model,oracle=$RUNS/oracle/model,continuation=$RUNS/continuation/model" \
+  --data "$DATA" --json "$RUNS/eval.json" --plots "$RUNS/plots"

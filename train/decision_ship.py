@@ -1,0 +1,122 @@
+"""Copy finished decision runs into ``checkpoints/decision-<arm>`` with a model card each.
+
+Each arm's ``runs/.../<arm>/model`` export is loaded with full verification, copied file by file,
+and loaded again from its new home; the card (README.md) is written from the run's own records:
+the dataset manifest hashes, the exact commands, seeds, wall and CPU times (from log.jsonl and
+meta.jsonl), and the arm's numbers from the evaluation JSON.
+
+    python -m train.decision_ship --runs runs/decision --eval results/decision_eval.json
+"""
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.decision.export import load_decider
+from core.decision_data.store import read_manifest
+from train.decision_run import LOG, META, MODEL, parse_config
+
+COMMANDS = {
+    "warmup": "python -m train.decision_warmup --init {runs}/base --out {runs}/warmup --data {data} --seed {seed}",
+    "rlcd": "python -m train.decision_rl --reward rlcd --init {runs}/warmup/model --out {runs}/rlcd --data {data} --seed {seed}",
+    "rlvr": "python -m train.decision_rl --reward rlvr --init {runs}/warmup/model --out {runs}/rlvr --data {data} --seed {seed}",
+    "oracle": "python -m train.decision_supervised --arm oracle --init {runs}/warmup/model --out {runs}/oracle --data {data} --seed {seed}",
+}
+PREAMBLE = [
+    "python -m train.decision_data --out {data} --seed {seed}",
+    "python -m train.decision_tokenizer --data {data} --out {runs}/base --seed {seed}",
+]
+
+
+@dataclass(frozen=True)
+class ShipConfig:
+    runs: str = field(default="runs/decision", metadata={"help": "folder of finished runs"})
+    data: str = field(default="data/decision", metadata={"help": "dataset the runs used"})
+    eval: str = field(default="results/decision_eval.json", metadata={"help": "decision_eval JSON of the runs"})
+    out: str = field(default="checkpoints", metadata={"help": "where decision-<arm>/ go"})
+    arms: str = field(default="warmup,rlcd,rlvr,oracle", metadata={"help": "comma list of arms"})
+    seed: int = field(default=0, metadata={"help": "seed used by every command"})
+    note: str = field(default="", metadata={"help": "extra sentence for every card (e.g. machine load)"})
+
+
+def run_times(run_dir: Path) -> dict:
+    """Wall seconds of the run (last log record) and how many starts it took."""
+    logs = [json.loads(x) for x in (run_dir / LOG).read_text().splitlines() if x.strip()]
+    starts = (run_dir / META).read_text().splitlines()
+    walls = [r["wall_s"] for r in logs if "wall_s" in r]
+    return {"wall_s": round(max(walls), 1) if walls else None, "starts": len(starts),
+            "config": json.loads(starts[0])["config"], "stopped": any("stopped" in r for r in logs)}
+
+
+def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
+    """The model card text."""
+    manifest = read_manifest(Path(config.data))
+    fmt = dict(runs=config.runs, data=config.data, seed=config.seed)
+    commands = "\n".join([c.format(**fmt) for c in PREAMBLE] + [COMMANDS[arm].format(**fmt)])
+    files = "\n".join(f"| {n} | {e.rows} | {e.contexts} | `{e.sha256[:16]}` |" for n, e in manifest.files.items())
+    res = "\n".join(f"| {k} | {results[k]:.4f} |" for k in
+                    ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p",
+                     "probe_one_cue_max_p", "probe_escalate_confidence", "nota_recall", "nota_false_alarm", "aurc")
+                    if isinstance(results.get(k), (int, float)))
+    stages = "\n".join(f"- {name}: {t['wall_s']} s wall, {t['starts']} start(s)" +
+                       (", stopped by the stop rule" if t["stopped"] else "") for name, t in times.items())
+    return f"""# decision-{arm}
+
+A tiny Qwen3-architecture letter-readout decision model (ClarifyLab), exported in the
+`rlcd-decision-only-v1` layout and loaded with `core.decision.export.load_decider` (hash-verified).
+Arm: **{arm}**. Trained from random initialisation on our synthetic decision data (triage tickets
+with a known posterior, order records, access-policy decisions); see the README section
+"Decision models" for the recipe and how it departs from the published one.
+
+## Data (`python -m train.decision_data`, seed {manifest.seed})
+
+| file | rows | contexts | sha256 (prefix) |
+|---|---|---|---|
+{files}
+
+## Exact commands (seed {config.seed})
+
+```bash
+{commands}
+```
+
+## Wall time (CPU, 2 cores shared with other jobs, `nice -n 10`, one torch thread)
+
+{stages}
+
+{config.note}
+
+## Results on the test split ({results.get('rows', '?')} rows) and the probe
+
+| metric | value |
+|---|---|
+{res}
+
+Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
+"""
+
+
+def main(config: ShipConfig) -> list[Path]:
+    report = json.loads(Path(config.eval).read_text())
+    shipped = []
+    for arm in filter(None, config.arms.split(",")):
+        run_dir = Path(config.runs) / arm
+        src = (run_dir / MODEL).resolve()
+        load_decider(src)
+        dest = Path(config.out) / f"decision-{arm}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(src, dest)
+        load_decider(dest)
+        times = ({"format": run_times(run_dir / "format"), "warmup": run_times(run_dir / "warmup")}
+                 if arm == "warmup" else {arm: run_times(run_dir)})
+        results = {**report["arms"][arm], "rows": report["test_rows"]}
+        (dest / "README.md").write_text(card(arm, config, times, results))
+        shipped.append(dest)
+    return shipped
+
+
+if __name__ == "__main__":
+    for path in main(parse_config(ShipConfig)):
+        print(path)

@@ -1,0 +1,125 @@
+"""Supervised arms from the warmup: the oracle (labels revealed) and supervised continuation.
+
+Both minimise the NLL of the labelled letter on the ``rl`` partition, the rows the bandit arms
+learn from. ``--arm oracle`` uses the RL arms' exact optimiser, peak lr, schedule, prompts per step
+and step count, so it is "the RL run, had it seen the labels"; ``--arm continuation`` keeps the
+warmup's own (higher) learning rate, i.e. simply more SFT. ``sft_loop`` is also the warmup's loop.
+
+    python -m train.decision_supervised --arm oracle --init runs/decision/warmup/model \
+        --out runs/decision/oracle --seed 0
+"""
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from tqdm import tqdm
+
+from core.decision_batches import collate, tokenize_prompts, batch_logits
+from core.decision_train import cosine_lr_factor, nll_loss, should_stop
+from train.decision_run import (
+    Run, evaluate, load_model, load_prompts, optimizer_for, parse_config, rng_state, set_rng_state, set_threads,
+)
+
+
+@dataclass(frozen=True)
+class SupervisedConfig:
+    """One supervised run (an arm, or a warmup stage)."""
+
+    arm: Literal["oracle", "continuation"] = field(default="oracle", metadata={"help": "which supervised arm"})
+    init: str = field(default="runs/decision/warmup/model", metadata={"help": "export to start from"})
+    out: str = field(default="runs/decision/oracle", metadata={"help": "new run directory"})
+    data: str = field(default="data/decision", metadata={"help": "dataset directory"})
+    partition: str = field(default="rl", metadata={"help": "rows to learn from"})
+    limit: int = field(default=0, metadata={"help": "use only the first N rows (0 = all)"})
+    steps: int = field(default=300, metadata={"help": "optimiser steps"})
+    batch: int = field(default=48, metadata={"help": "prompts per step"})
+    lr: float = field(default=0.0, metadata={"help": "peak lr; 0 = the arm's default"})
+    eval_every: int = field(default=50, metadata={"help": "steps between val evaluations"})
+    eval_limit: int = field(default=0, metadata={"help": "val rows per evaluation (0 = all)"})
+    checkpoint_every: int = field(default=100, metadata={"help": "steps between checkpoints"})
+    seed: int = field(default=0, metadata={"help": "row order and init seed"})
+    resume: bool = field(default=False, metadata={"help": "continue the run in --out"})
+    progress: bool = field(default=True, metadata={"help": "show a tqdm bar"})
+
+    def __post_init__(self):
+        if self.steps < 1 or self.batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
+            raise ValueError("steps, batch, eval_every and checkpoint_every must be >= 1")
+        if self.lr < 0:
+            raise ValueError(f"lr must be >= 0, got {self.lr}")
+
+    @property
+    def peak_lr(self) -> float:
+        """The oracle matches the RL arms' lr; continuation keeps the warmup's."""
+        return self.lr or {"oracle": RL_LR, "continuation": WARMUP_LR}[self.arm]
+
+
+RL_LR = 1e-3
+"""Peak lr of the RL arms (and the oracle); ours is a tiny from-scratch model, not a 0.6B base."""
+WARMUP_LR = 5e-4
+"""Peak lr of the published-size warmup stage, kept by supervised continuation."""
+
+
+def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
+    """Minimise the labelled-letter NLL for ``config.steps`` steps; resumable; returns the last eval."""
+    set_threads()
+    labelled, prompts = load_prompts(config.data, config.partition, config.limit)
+    val_rows, val_prompts = load_prompts(config.data, "val", config.eval_limit)
+    ids = tokenize_prompts(tokenizer, prompts)
+    labels = [r.label for r in labelled]
+    pad = tokenizer.pad_token_id
+    params = list(body.parameters()) + [rows]
+    opt = optimizer_for(params, lr)
+    py, gen = random.Random(config.seed), torch.Generator().manual_seed(config.seed)
+    start, history, step0, elapsed = 0, [], None, 0.0
+    ckpt = run.load_checkpoint()
+    if ckpt is not None:
+        body.load_state_dict(ckpt["body"]); rows.data.copy_(ckpt["rows"]); opt.load_state_dict(ckpt["opt"])
+        set_rng_state(ckpt["rng"], py, gen)
+        start, history, step0, elapsed = ckpt["step"], ckpt["history"], ckpt["step0"], ckpt["elapsed"]
+    t0 = time.time() - elapsed
+    last = None
+    for step in tqdm(range(start, config.steps + 1), initial=start, total=config.steps + 1,
+                     desc=tag, disable=not config.progress):
+        resumed_here = ckpt is not None and step == start  # evaluated before the checkpoint was written
+        if (step % config.eval_every == 0 or step == config.steps) and not resumed_here:
+            last = {"step": step, "tag": tag, **evaluate(body, rows, tokenizer, val_rows, val_prompts),
+                    "wall_s": time.time() - t0}
+            run.log(last)
+            step0 = last["accuracy"] if step0 is None else step0
+            history.append(last["accuracy"])
+            if should_stop(step0, history[1:]):
+                run.log({"step": step, "tag": tag, "stopped": "last 3 evaluations > 0.10 below step 0"})
+                break
+        if step == config.steps:
+            break
+        idx = py.sample(range(len(ids)), min(config.batch, len(ids)))
+        batch = collate([ids[i] for i in idx], [len(prompts[i].options) for i in idx], pad)
+        for g in opt.param_groups:
+            g["lr"] = lr * cosine_lr_factor(step, config.steps)
+        loss = nll_loss(batch_logits(body, rows, batch), torch.tensor([labels[i] for i in idx]))
+        opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
+        if (step + 1) % config.checkpoint_every == 0:
+            run.save_checkpoint({"body": body.state_dict(), "rows": rows.detach(), "opt": opt.state_dict(),
+                                 "rng": rng_state(py, gen), "step": step + 1, "history": history,
+                                 "step0": step0, "elapsed": time.time() - t0})
+    return {**(last or {}), "wall_s": time.time() - t0}
+
+
+def main(config: SupervisedConfig) -> dict:
+    """Train one supervised arm from ``config.init`` and export it to ``config.out``/model."""
+    torch.manual_seed(config.seed)
+    run = Run(config.out, config, config.resume)
+    body, rows, tokenizer = load_model(config.init)
+    final = sft_loop(config, run, body, rows, tokenizer, config.peak_lr, config.arm)
+    training = {"arm": config.arm, "recipe": "NLL of the labelled letter", "init": config.init,
+                "partition": config.partition, "steps": config.steps, "batch": config.batch,
+                "peak_lr": config.peak_lr, "seed": config.seed, "final_val": final}
+    run.export(body, rows, tokenizer, training)
+    return final
+
+
+if __name__ == "__main__":
+    print(main(parse_config(SupervisedConfig)))
