@@ -90,8 +90,8 @@ def check(entry: DecisionEntry) -> Availability:
     if entry.source != "hub":
         found = check_export(Path(entry.location))
         if not found.ok and entry.source == "shipped":
-            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); "
-                                "see the README, section \"Decision training\"")
+            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
+                                "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
         return found
     from core import registry
 

@@ -136,10 +136,11 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
     return fig
 
 
-def breakdown_bars(breakdown: RewardBreakdown | None) -> go.Figure:
+def breakdown_bars(breakdown: RewardBreakdown | None,
+                   missing: str = "this episode has no breakdown (still running)") -> go.Figure:
     """One episode's rubric: each component's value and its weighted share of the score."""
     if breakdown is None:
-        return _empty("Rubric breakdown", "this episode has no breakdown (still running)")
+        return _empty("Rubric breakdown", missing)
     gate = "passed" if breakdown.gate_passed else "FAILED: score is 0"
     title = f"Score {breakdown.total:.3f} (rubric {breakdown.rubric}) · format gate {gate}"
     names = list(breakdown.weights) or list(breakdown.components)

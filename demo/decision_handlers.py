@@ -172,7 +172,7 @@ def _reference(view: reports.CalibrationView):
         return gr.update(visible=False), gr.update(visible=False)
     notes = [f"**{r.raw.name.split(' (')[0]}**: T = {r.temperature:.2f}, fitted on {r.fit_rows} rows of other "
              f"contexts; both columns below use only the {r.raw.n} held-out rows." for r in view.references]
-    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n" + "\n".join(notes)
+    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n\n" + "\n\n".join(notes)
     table = [r for ref in view.references for r in [ref.raw, ref.scaled]]
     return (gr.update(value=head, visible=True),
             gr.update(value=pd.DataFrame(reports.metrics_rows(table), columns=["metric"] + [r.name for r in table]),
