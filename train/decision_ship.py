@@ -74,13 +74,15 @@ def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
     """The model card text."""
     manifest = read_manifest(Path(config.data))
     fmt = dict(runs=config.runs, data=config.data, seed=config.seed)
-    commands = "\n".join([c.format(**fmt) for c in PREAMBLE] + [COMMANDS[arm].format(**fmt)])
+    chain = [COMMANDS["warmup"]] + ([COMMANDS[arm]] if arm != "warmup" else [])
+    commands = "\n".join([c.format(**fmt) for c in PREAMBLE + chain])
     files = "\n".join(f"| {n} | {e.rows} | {e.contexts} | `{e.sha256[:16]}` |" for n, e in manifest.files.items())
     res = "\n".join(f"| {k} | {results[k]:.4f} |" for k in
                     ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p",
                      "probe_one_cue_max_p", "probe_escalate_confidence", "nota_recall", "nota_false_alarm", "aurc")
                     if isinstance(results.get(k), (int, float)))
     fast = results.get("speed", {})
+    by_source = ", ".join(f"{k} {v['accuracy']:.3f} / {v['ece']:.3f}" for k, v in results.get("by_source", {}).items())
     stages = "\n".join(f"- {name}: {t['wall_s']} s wall, {t['starts']} start(s)" +
                        (", stopped by the stop rule" if t["stopped"] else "") for name, t in times.items())
     return f"""# decision-{arm}
@@ -117,6 +119,11 @@ one 3-question request (a triage ticket) {fast.get("request_ms", "?")} ms (media
 | metric | value |
 |---|---|
 {res}
+
+Per source (accuracy / ECE): {by_source}.
+Limits: this from-scratch body reads states well enough for score and noul questions but answers
+choice questions (department, order status, requested system) at chance; see the README section
+"Decision models" for what was tried.
 
 Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
 """
