@@ -14,27 +14,30 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from demo import decisions, replays  # noqa: E402
+from demo import decisions, live, replays  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_REPLAYS = Path(os.environ.get("CLARIFYLAB_REPLAYS", ROOT / "replays"))
+DEFAULT_MODELS = os.environ.get("CLARIFYLAB_MODELS") or None
+"""Extra folder of local model checkpoints for the Live play picker (``--models-dir``)."""
 DECISION_MODELS = os.environ.get("CLARIFYLAB_DECISION_MODELS", "")
-"""A folder of extra rlcd-decision-only-v1 exports for the Decisions tab (optional)."""
+"""A folder of extra rlcd-decision-only-v1 exports for the Decisions tab (default: ``--models-dir``)."""
 INTRO = ("# ClarifyLab\nSmall language models that *ask before they act*: replay logged clarify "
          "episodes, see why each one scored what it did, and compare policies.")
 
 
-def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path = DECISION_MODELS) -> gr.Blocks:
+def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path = DECISION_MODELS,
+          models_dir: str | Path | None = DEFAULT_MODELS) -> gr.Blocks:
     """The whole app: one tab per capability. Adding a tab is two lines in the Tabs block."""
     with gr.Blocks(title="ClarifyLab", analytics_enabled=False) as blocks:
         gr.Markdown(INTRO)
         with gr.Tabs():
             with gr.Tab("Replays", id="replays"):
                 replays.build(blocks, replays_dir)
-            # ---- Live play tab (issue: live play) goes here, e.g.
-            #      with gr.Tab("Live play", id="live"): live.build(blocks, ...)
+            with gr.Tab("Live play", id="live"):
+                live.build(blocks, replays_dir, models_dir)
             with gr.Tab("Decisions", id="decisions"):
-                decisions.build(blocks, decision_models)
+                decisions.build(blocks, decision_models or models_dir or "")
     return blocks
 
 
@@ -49,11 +52,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--replays-dir", type=Path, default=None, help="folder of replay runs")
     parser.add_argument("--decision-models", type=Path, default=None,
-                        help="folder of extra decision-model exports for the Decisions tab")
+                        help="folder of extra decision-model exports for the Decisions tab (default: --models-dir)")
+    parser.add_argument("--models-dir", type=Path, default=None,
+                        help="folder of local model checkpoints (Hugging Face layout) for Live play")
     parser.add_argument("--share", action="store_true", help="public gradio.live link (needs network)")
     args = parser.parse_args(argv)
-    app = demo if args.replays_dir is None and args.decision_models is None else build(
-        args.replays_dir or DEFAULT_REPLAYS, args.decision_models or DECISION_MODELS)
+    custom = (args.replays_dir, args.decision_models, args.models_dir) != (None, None, None)
+    app = build(args.replays_dir or DEFAULT_REPLAYS, args.decision_models or DECISION_MODELS,
+                args.models_dir or DEFAULT_MODELS) if custom else demo
     started = time.perf_counter()
     app.launch(server_name=args.host, server_port=args.port, share=args.share,
                prevent_thread_lock=True, quiet=True)

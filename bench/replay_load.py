@@ -68,6 +68,15 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def time_filters(frame, repeats: int) -> dict[str, float]:
+    """Median seconds of each filter in FILTERS on the loaded table."""
+    results = {}
+    for name, filters in FILTERS.items():
+        results[name] = median_seconds(lambda f=filters: filter_table(frame, f), repeats)
+        print(f"  filter {name:22s} {results[name] * 1000:7.1f} ms  ({len(filter_table(frame, filters))} rows)")
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 episodes, fewer repeats (smoke run)")
@@ -94,10 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
         load = median_seconds(cold_load, repeats)
         frame = run.table
         opened = median_seconds(lambda: find_episode(root, "bench", run.table["episode"].iloc[n // 2]), repeats)
-        results = {}
-        for name, filters in FILTERS.items():
-            results[name] = median_seconds(lambda f=filters: filter_table(frame, f), repeats * 2)
-            print(f"  filter {name:22s} {results[name] * 1000:7.1f} ms  ({len(filter_table(frame, filters))} rows)")
+        results = time_filters(frame, repeats * 2)
     out = {
         "episodes": n, "load_seconds": load, "filter_seconds": results,
         "filter_seconds_max": max(results.values()), "open_episode_seconds": opened,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.decision.export import CARD_FILE, load_decider
+CARD_FILE = "decision.json"
+"""The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = ROOT / "checkpoints"
@@ -89,8 +90,8 @@ def check(entry: DecisionEntry) -> Availability:
     if entry.source != "hub":
         found = check_export(Path(entry.location))
         if not found.ok and entry.source == "shipped":
-            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); "
-                                "see the README, section \"Decision training\"")
+            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
+                                "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
         return found
     from core import registry
 
@@ -118,6 +119,8 @@ class DeciderCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._deciders:
+                from core.decision.export import load_decider  # torch loads with the first model, not the app
+
                 self._deciders[key] = load_decider(found.path)
             return self._deciders[key]
 

@@ -32,7 +32,7 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
         questions: qid -> question text, in display order.
         results: model name -> {qid: typed answer} (one or two models).
     """
-    qids = [q for q in questions if all(q in r for r in results.values())]
+    qids = [q for q in questions if results and all(q in r for r in results.values())]
     if not qids:
         return empty_figure("No answers yet: fill a state and a question, then press Ask.")
     sizes = [len(next(iter(results.values()))[q]["probabilities"]) for q in qids]
@@ -145,9 +145,9 @@ def probe_figure(summaries: Sequence, published: Mapping[str, Mapping[str, float
                                  arrayminus=[iv.mean - iv.lo for iv in ivs], color="#111827", thickness=1))
     if summaries:
         ideal = summaries[0].ideal
-        fig.add_scatter(x=groups, y=[ideal[g] for g in groups], mode="markers+text", name="ideal",
-                        marker=dict(symbol="line-ew", size=60, line=dict(width=3, color="#111827")),
-                        text=[f"ideal {ideal[g]:.2f}" for g in groups], textposition="top center")
+        fig.add_scatter(x=groups, y=[ideal[g] for g in groups], mode="markers", name="ideal",
+                        marker=dict(symbol="line-ew", size=90, line=dict(width=3, color="#111827")))
+        fig.update_xaxes(tickvals=groups, ticktext=[f"{g}<br>(ideal {ideal[g]:.2f})" for g in groups])
     for i, (arm, values) in enumerate((published or {}).items()):
         xs = [g for g in groups if g in values]
         fig.add_scatter(x=xs, y=[values[g] for g in xs], mode="markers", name=f"published {arm}",

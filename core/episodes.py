@@ -98,6 +98,15 @@ def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogRep
     return report
 
 
+def _content_text(content: Any) -> str:
+    """A chat message's content as text (plain strings, or lists of ``{"type": "text"}`` parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else json.dumps(content)
+
+
 def _tool_result(text: str) -> dict:
     """A tool result message: a JSON object, then a reminder line we drop."""
     try:
@@ -113,11 +122,11 @@ def agent_steps(messages: list) -> list[tuple[str, Any, str | None, dict]]:
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
-        raw = msg.get("content") or ""
-        raw = raw if isinstance(raw, str) else json.dumps(raw)
+        raw = _content_text(msg.get("content"))
         call, error = parse_tool_call(raw)
         nxt = messages[i + 1] if i + 1 < len(messages) else None
-        result = _tool_result(str(nxt.get("content", ""))) if isinstance(nxt, dict) and nxt.get("role") in ("user", "tool") else {}
+        answered = isinstance(nxt, dict) and nxt.get("role") in ("user", "tool")
+        result = _tool_result(_content_text(nxt.get("content"))) if answered else {}
         steps.append((raw, call, error, result))
     return steps
 

@@ -242,7 +242,7 @@ def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
 
 def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
-    note = f"✅ Opened **{run.name}**: {len(run)} episodes."
+    note = f"✓ Opened **{run.name}**: {len(run)} episodes."
     if run.problems:
         shown = "\n".join(f"- {p}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""

@@ -172,7 +172,7 @@ def _reference(view: reports.CalibrationView):
         return gr.update(visible=False), gr.update(visible=False)
     notes = [f"**{r.raw.name.split(' (')[0]}**: T = {r.temperature:.2f}, fitted on {r.fit_rows} rows of other "
              f"contexts; both columns below use only the {r.raw.n} held-out rows." for r in view.references]
-    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n" + "\n".join(notes)
+    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n\n" + "\n\n".join(notes)
     table = [r for ref in view.references for r in [ref.raw, ref.scaled]]
     return (gr.update(value=head, visible=True),
             gr.update(value=pd.DataFrame(reports.metrics_rows(table), columns=["metric"] + [r.name for r in table]),
@@ -213,7 +213,5 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]
-    rows = [[g, s.ideal[g], *[f"{s.groups[g].mean:.3f} [{s.groups[g].lo:.3f}, {s.groups[g].hi:.3f}]" for s in summaries],
-             *[reports.PUBLISHED_PROBE[a].get(g, "") for a in reports.PUBLISHED_PROBE]] for g in summaries[0].groups]
-    cols = ["group", "ideal", *[s.name for s in summaries], *[f"published {a}" for a in reports.PUBLISHED_PROBE]]
+    cols, rows = reports.probe_rows(summaries)
     return [_error(None), _error(None), plots.probe_figure(summaries, reports.PUBLISHED_PROBE), pd.DataFrame(rows, columns=cols)]

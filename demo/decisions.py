@@ -115,7 +115,7 @@ def _calibration_panel(models_dir: gr.State):
         with gr.Column(scale=4):
             model_a, model_b, note, model_err = _pickers()
             source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
-            contexts = gr.Slider(10, 1000, value=100, step=10, label="Contexts (test split) / tickets per kind (probe)",
+            contexts = gr.Slider(10, 1000, value=50, step=10, label="Contexts (test split) / tickets per kind (probe)",
                                  info="Every row runs through the model on this CPU; start small.")
             upload = gr.File(label="Labelled file (.jsonl or .csv)", file_types=[".jsonl", ".json", ".csv"],
                              type="filepath", height=110, elem_id="dq-upload")

@@ -20,6 +20,7 @@ from core.episode_log import EpisodeLogError
 EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
+PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
 
 
 def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
@@ -66,8 +67,9 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
         rows = replays.filtered_rows(root, runs or [], filters, uploads)
     except replays.VIEW_ERRORS as exc:
         return None, gr.update(choices=[]), f"⚠ {exc}"
+    head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
-             for r, e, s in zip(rows["run"], rows["episode"], rows["score"])][:EPISODE_CHOICES_MAX]
+             for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
     return table.display_frame(rows), gr.update(choices=picks), count
@@ -83,29 +85,34 @@ def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
 def show_episode(root, uploads, key):
     """Header, chat transcript, profile-vs-plan marks, breakdown chart and link of one episode."""
     run, _, episode_id = (key or "").partition("|")
+    no_marks = transcripts.marks_frame([])
+    if not key:
+        return PICK_HINT, [], no_marks, plots.breakdown_bars(None, "no episode picked"), ""
     try:
         episode = replays.find_episode(root, run, episode_id, uploads)
     except replays.VIEW_ERRORS as exc:
-        return f"⚠ {exc}", [], None, plots.breakdown_bars(None), ""
+        return f"⚠ {exc}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
     marks = transcripts.marks_frame(transcripts.field_marks(episode))
     link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
         f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
-            plots.breakdown_bars(episode.breakdown), link)
+            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
 
 
 def upload_log(root, file, keep_valid, uploads, picked):
-    """Read an uploaded log (our JSONL or a published trace file) into this session's runs."""
+    """Read an uploaded log (our JSONL or a published trace file) into this session's runs.
+
+    The last output clears the upload box, ready for the next file."""
     if not file:
-        return uploads, "", gr.update(), gr.update(), gr.update()
+        return uploads, "", gr.update(), gr.update(), gr.update(), None
     try:
         run = replays.load_upload(file, keep_valid=bool(keep_valid))
     except EpisodeLogError as exc:
-        return uploads, f"❌ {exc}", gr.update(), gr.update(), gr.update()
+        return uploads, f"✗ {exc}", gr.update(), gr.update(), gr.update(), None
     uploads = {**(uploads or {}), run.name: run}
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
-            gr.update(choices=names), gr.update(choices=names))
+            gr.update(choices=names), gr.update(choices=names), None)
 
 
 def export_table(root, uploads, runs, *filter_values):

@@ -6,6 +6,7 @@ load and read on first use, so the app starts fast.
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -32,7 +33,7 @@ def _filters() -> list[gr.components.Component]:
 
 
 def _episode_view():
-    header = gr.Markdown("Pick an episode in the table or the list above.")
+    header = gr.Markdown(h.PICK_HINT)
     with gr.Row():
         chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
                           feedback_options=None, group_consecutive_messages=False)
@@ -40,71 +41,96 @@ def _episode_view():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
                                  "never revealed)", interactive=False, wrap=True, max_height=320,
-                                 column_widths=["25%", "17%", "17%", "12%", "12%", "17%"])
+                                 column_widths=["22%", "15%", "15%", "14%", "14%", "20%"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
 
 
-def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
-    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
-    root = gr.State(str(replays_dir))
-    uploads = gr.State({})
+def _runs_bar() -> SimpleNamespace:
     with gr.Row(equal_height=True):
         runs = gr.Dropdown([], multiselect=True, label="Runs", scale=4, allow_custom_value=True,
                            info="Shipped runs under replays/, plus any log you open here")
         upload = gr.File(label="Open a log (.jsonl, or a published trace .json)", scale=2, height=110)
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
-    upload_note = gr.Markdown()
-    query_note = gr.Markdown()
+    upload_note, query_note = gr.Markdown(), gr.Markdown()
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
-        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=300)
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380)
+    return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
+                           query_note=query_note, runs_table=runs_table)
+
+
+def _episodes_tab() -> SimpleNamespace:
+    filters = _filters()
+    with gr.Row(equal_height=True):
+        count = gr.Markdown()
+        csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
+        jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
+    export = gr.File(label="Download", visible=False, height=60)
+    table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table",
+                         label="Episodes (click a row to open it; click a header to sort)")
+    picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
+    view = _episode_view()
+    return SimpleNamespace(filters=filters, count=count, csv_btn=csv_btn, jsonl_btn=jsonl_btn,
+                           export=export, table=table, picker=picker, view=list(view))
+
+
+def _compare_tab() -> SimpleNamespace:
+    with gr.Row():
+        run_a = gr.Dropdown([], label="Run a", allow_custom_value=True)
+        run_b = gr.Dropdown([], label="Run b", allow_custom_value=True)
+    note = gr.Markdown()
+    plot = gr.Plot(show_label=False)
+    table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")
+    scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
+                           allow_custom_value=True)
+    with gr.Row():
+        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
+        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
+    return SimpleNamespace(run_a=run_a, run_b=run_b, note=note, plot=plot, table=table,
+                           scenario=scenario, chat_a=chat_a, chat_b=chat_b)
+
+
+def _overview_tab() -> list[gr.Plot]:
+    gr.HTML(f"<div style='font-size:13px'>The picked runs, under the Episodes tab's filters. "
+            f"Family colours: {family_legend()}</div>")
+    with gr.Row():
+        families, components = gr.Plot(show_label=False), gr.Plot(show_label=False)
+    with gr.Row():
+        scores, questions = gr.Plot(show_label=False), gr.Plot(show_label=False)
+    return [families, scores, questions, components]
+
+
+def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
+    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+    state = [gr.State(str(replays_dir)), gr.State({})]
+    top = _runs_bar()
     with gr.Tabs():
         with gr.Tab("Episodes"):
-            filters = _filters()
-            with gr.Row(equal_height=True):
-                count = gr.Markdown()
-                csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
-                jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
-            export = gr.File(label="Download", visible=False, height=60)
-            table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table",
-                                 label="Episodes (click a row to open it; click a header to sort)")
-            picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
-            header, chat, marks, breakdown, link = _episode_view()
+            ep = _episodes_tab()
         with gr.Tab("Compare"):
-            with gr.Row():
-                run_a = gr.Dropdown([], label="Run a", allow_custom_value=True)
-                run_b = gr.Dropdown([], label="Run b", allow_custom_value=True)
-            comp_note = gr.Markdown()
-            diff_plot = gr.Plot(show_label=False)
-            diff_table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")
-            scenario = gr.Dropdown([], label="Shared scenario to read side by side")
-            with gr.Row():
-                chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
-                chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
+            cmp = _compare_tab()
         with gr.Tab("Overview"):
-            gr.HTML(f"<div style='font-size:13px'>The picked runs, under the Episodes tab's filters. "
-                    f"Family colours: {family_legend()}</div>")
-            with gr.Row():
-                fam_plot, comp_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            with gr.Row():
-                score_plot, q_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
+            charts = _overview_tab()
+    _wire(demo, state, top, ep, cmp, charts)
 
-    state = [root, uploads]
-    selection = [runs, *filters]
-    demo.load(h.on_load, [root], [runs_table, runs, run_a, run_b, picker, query_note],
+
+def _wire(demo, state, top, ep, cmp, charts) -> None:
+    root, uploads = state
+    selection = [top.runs, *ep.filters]
+    triggers = [top.runs.change, *[f.change for f in ep.filters[:-1]], ep.filters[-1].submit]
+    demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker, top.query_note],
               api_name="replays_load")
-    gr.on([runs.change, *[f.change for f in filters[:-1]], filters[-1].submit],
-          h.filter_episodes, state + selection, [table, picker, count], api_name="filter_episodes")
-    gr.on([runs.change, *[f.change for f in filters[:-1]], filters[-1].submit],
-          h.overview, state + selection, [fam_plot, score_plot, q_plot, comp_plot], api_name="overview")
-    table.select(h.pick_row, [table], [picker], api_name=False)
-    picker.change(h.show_episode, state + [picker], [header, chat, marks, breakdown, link],
-                  api_name="show_episode")
-    upload.upload(h.upload_log, [root, upload, keep_valid, uploads, runs],
-                  [uploads, upload_note, runs, run_a, run_b], api_name="upload_log")
-    csv_btn.click(h.export_table, state + selection, [export], api_name="export_csv")
-    jsonl_btn.click(h.export_episodes, state + selection, [export], api_name="export_jsonl")
-    gr.on([run_a.change, run_b.change], h.compare, state + [run_a, run_b],
-          [comp_note, diff_table, diff_plot, scenario], api_name="compare")
-    scenario.change(h.compare_episode, state + [run_a, run_b, scenario], [chat_a, chat_b],
-                    api_name="compare_episode")
+    gr.on(triggers, h.filter_episodes, state + selection, [ep.table, ep.picker, ep.count],
+          api_name="filter_episodes")
+    gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
+    ep.table.select(h.pick_row, [ep.table], [ep.picker], api_name=False)
+    ep.picker.change(h.show_episode, state + [ep.picker], ep.view, api_name="show_episode")
+    top.upload.upload(h.upload_log, [root, top.upload, top.keep_valid, uploads, top.runs],
+                      [uploads, top.upload_note, top.runs, cmp.run_a, cmp.run_b, top.upload],
+                      api_name="upload_log")
+    ep.csv_btn.click(h.export_table, state + selection, [ep.export], api_name="export_csv")
+    ep.jsonl_btn.click(h.export_episodes, state + selection, [ep.export], api_name="export_jsonl")
+    gr.on([cmp.run_a.change, cmp.run_b.change], h.compare, state + [cmp.run_a, cmp.run_b],
+          [cmp.note, cmp.table, cmp.plot, cmp.scenario], api_name="compare")
+    cmp.scenario.change(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
+                        [cmp.chat_a, cmp.chat_b], api_name="compare_episode")

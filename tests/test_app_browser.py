@@ -77,3 +77,17 @@ def test_link_opens_episode(browser, app_url, tmp_path):
     page.get_by_text("What deployment target do you want?").first.wait_for(timeout=20000)
     page.get_by_text("format gate passed").first.wait_for(timeout=20000)
     page.screenshot(path=str(tmp_path / "replays_link.png"), full_page=True)
+
+
+def test_uploads_bad_then_good(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    bad = tmp_path / "broken.jsonl"
+    bad.write_bytes(b"\x00\x01binary\xff")
+    page.locator("input[type=file]").first.set_input_files(str(bad))
+    page.get_by_text("this is a binary file", exact=False).wait_for(timeout=30000)
+    trace = Path(__file__).parent / "fixtures" / "published_trace_small.json"
+    page.screenshot(path=str(tmp_path / "replays_bad_upload.png"), full_page=True)
+    page.locator("input[type=file]").first.set_input_files(str(trace))
+    page.get_by_text("Opened upload:published_trace_small.json", exact=False).wait_for(timeout=30000)
+    page.get_by_text("9 episodes").wait_for(timeout=20000)  # the run picked on load (6) plus the 3 uploaded
+    page.screenshot(path=str(tmp_path / "replays_upload.png"), full_page=True)

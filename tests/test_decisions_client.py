@@ -56,4 +56,4 @@ def test_record_state_and_bad_request_over_the_api(client):
 
 def test_ui_endpoints_are_named(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/score", "/ask", "/load_example", "/decision_models"} <= names
+    assert {"/score", "/ask", "/load_example", "/decision_models", "/calibrate", "/probe"} <= names

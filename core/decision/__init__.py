@@ -6,10 +6,22 @@ exact paths and automatic choice), ``cost`` (path cost model), ``export`` (rlcd-
 ``random_model`` (random Qwen3 bodies and a letter-safe tokenizer for tests and benchmarks).
 """
 
-from core.decision.decider import Decider, Limits, RequestTooLong
 from core.decision.prompt import SeamError, check_seam, letter_token_ids, render_prompt, split_prompt
 from core.decision.questions import Answer, Choice, Noul, QuestionError, Score
-from core.decision.readout import option_logits, option_logprobs
+
+_TORCH_NAMES = {"Decider": "decider", "Limits": "decider", "RequestTooLong": "decider",
+                "option_logits": "readout", "option_logprobs": "readout"}
+"""Names whose modules import torch: loaded on first use, so importing the package (e.g. the app's
+Decisions tab at start-up) does not pay for torch and transformers."""
+
+
+def __getattr__(name: str):
+    if name in _TORCH_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"core.decision.{_TORCH_NAMES[name]}"), name)
+    raise AttributeError(f"module 'core.decision' has no attribute {name!r}")
+
 
 __all__ = [
     "Answer", "Choice", "Decider", "Limits", "Noul", "QuestionError", "RequestTooLong", "Score",

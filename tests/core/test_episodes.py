@@ -114,3 +114,13 @@ def test_ids_rebuild_the_published_held_out_scenarios(reference_dir):
         assert scenario is not None and scenario.hidden_profile == row["hidden_profile"]
     assert episodes.identify("seed10000_support_triage_easy", "support_triage") is None  # wrong family
     assert episodes.identify("custom_1", "support_triage") is None
+
+
+def test_content_given_as_text_parts(tmp_path):
+    traces = _traces()[:1]
+    for msg in traces[0]["messages"]:
+        msg["content"] = [{"type": "text", "text": msg["content"]}]
+    path = tmp_path / "parts.json"
+    path.write_text(json.dumps(traces))
+    ep = episodes.read_log(path)[1].episodes[0]
+    assert ep.score == pytest.approx(0.8875) and len(ep.turns) == 4

@@ -104,8 +104,8 @@ def test_runs_table_keeps_the_picked_order(root):
     (Filters(difficulties=("easy",)), 4),                       # easy only
     (Filters(gate="fail"), 1),                                  # the unparseable guess episode
     (Filters(terminations=("unparseable",)), 1),                # same, by termination
-    (Filters(score_min=0.7), 5),                                # oracle's good episodes
-    (Filters(score_min=0.2, score_max=0.4), 3),                 # guess's middling ones
+    (Filters(score_min=0.7), 3),                                # oracle's good episodes
+    (Filters(score_min=0.2, score_max=0.4), 2),                 # guess's middling ones
     (Filters(text="ZOOM"), 6),                                  # search is case-insensitive (plans + answers)
     (Filters(text="no such words anywhere"), 0),                # search that matches nothing
     (Filters(runs=(GUESS,), gate="pass", difficulties=("hard",)), 1),  # filters combine
@@ -119,7 +119,7 @@ def test_compare_pairs_by_scenario(root):
     comp = table.compare_runs(get_run(root, ORACLE).table, get_run(root, GUESS).table)
     assert len(comp.table) == 6 and comp.only_a == 0 and comp.only_b == 0
     expected = (comp.table["score_a"] - comp.table["score_b"]).mean()
-    assert comp.difference.mean == pytest.approx(expected)
+    assert comp.difference.mean == pytest.approx(expected, abs=1e-3)  # the table rounds to 4 places
     assert comp.difference.lo <= comp.difference.mean <= comp.difference.hi
     assert table.largest_gap(comp) == "seed6_meeting_scheduling_hard"  # guess scored 0 there
     note = table.comparison_note(comp, ORACLE, GUESS)

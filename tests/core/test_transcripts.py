@@ -17,17 +17,22 @@ def guess():
 
 
 def test_chat_has_request_questions_answers_calls_and_verdict(guess):
-    ep = guess["seed2_event_planning_medium"]
+    ep = guess["seed1_meeting_scheduling_easy"]
     msgs = chat_messages(ep)
     assert msgs[0] == {"role": "user", "content": ep.scenario.request}
-    assert msgs[1]["content"] == "What event type do you want?"
+    assert msgs[1]["content"] == "What date do you want?"
     block = msgs[2]
-    assert block["metadata"]["title"].startswith("ask_question → revealed `event_type`")
+    assert block["metadata"]["title"].startswith("ask_question → revealed `date`")
     assert "+0.05" in block["metadata"]["title"] and block["metadata"]["status"] == "done"
-    assert msgs[3] == {"role": "user", "content": "birthday."}
-    assert msgs[4]["content"].startswith("**Proposes a plan**") and '"venue": "zoom"' in msgs[4]["content"]
-    assert "score 0.338" in msgs[5]["metadata"]["title"]
+    assert msgs[3] == {"role": "user", "content": "tomorrow."}
+    assert msgs[4]["content"].startswith("**Proposes a plan**") and '"platform": "zoom"' in msgs[4]["content"]
+    assert f"score {ep.score:.3f}" in msgs[5]["metadata"]["title"]
     assert "Episode ended: plan" in msgs[-1]["content"]
+
+
+def test_a_question_that_matches_nothing_says_so(guess):
+    title = chat_messages(guess["seed2_event_planning_medium"])[2]["metadata"]["title"]
+    assert title.startswith("ask_question → no field matched") and "+0.02" in title
 
 
 def test_unparseable_turn_is_shown_with_its_reason(guess):
@@ -52,15 +57,17 @@ def test_ask_outcomes(guess, result, outcome):
 
 
 def test_field_marks(guess):
-    ep = guess["seed2_event_planning_medium"]
+    ep = guess["seed1_meeting_scheduling_easy"]
     marks = {m.field: m for m in field_marks(ep)}
-    assert list(marks) == ["event_type", "date", "guest_count", "venue"]
-    assert marks["event_type"].revealed and marks["event_type"].matched and not marks["event_type"].hallucinated
-    assert marks["venue"].planned == "zoom" and not marks["venue"].matched and marks["venue"].hallucinated
-    assert all(m.critical for m in marks.values())
+    assert list(marks) == ["date", "time", "participants", "platform"]  # profile first, then extra plan keys
+    assert marks["date"].revealed and marks["date"].matched and not marks["date"].hallucinated
+    assert marks["time"].planned == "tbd" and not marks["time"].matched and marks["time"].hallucinated
+    assert marks["platform"].hidden == "" and marks["platform"].hallucinated and not marks["platform"].matched
+    assert marks["date"].critical and not marks["platform"].critical
     frame = marks_frame(list(marks.values()))
     assert list(frame.columns) == ["field", "hidden", "plan", "revealed", "matched", "hallucinated"]
-    assert frame.iloc[0]["field"] == "★ event_type" and frame.iloc[3]["hallucinated"] == "⚠"
+    assert frame.iloc[0]["field"] == "★ date" and frame.iloc[1]["hallucinated"] == "⚠"
+    assert frame.iloc[3]["hidden"] == "—" and frame.iloc[3]["matched"] == ""
 
 
 def test_extra_plan_keys_are_listed_after_the_profile(guess):

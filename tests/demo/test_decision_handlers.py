@@ -171,3 +171,15 @@ def test_probe_bars_against_ideals(models_dir):
     assert list(table["group"]) == ["one-cue department", "two-cue department", "escalate"]
     assert list(table["ideal"]) == [1.0, 0.5, 0.9] and "published RLCD" in table.columns
     assert {"tiny-a", "tiny-b", "ideal"} <= {t.name for t in fig.data}
+
+
+def test_the_tab_imports_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, gradio, demo.decisions\n"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # torch loads with the first model, not at app start-up

@@ -64,19 +64,25 @@ def test_pick_row_returns_that_rows_episode(root):
 
 def test_show_episode(root):
     header, chat, marks, fig, link = h.show_episode(root, {}, f"{GUESS}|seed2_event_planning_medium#0")
-    assert "score **0.338**" in header and chat[0]["role"] == "user"
+    assert "score **0.125**" in header and chat[0]["role"] == "user"
     assert list(marks["field"])[0] == "★ event_type" and fig.data
     assert "?run=fixture-set%2Fguess&episode=seed2_event_planning_medium%230" in link
 
 
-@pytest.mark.parametrize("key", [None, "", "nope|x#0", f"{GUESS}|missing#0", "../../etc|passwd"])
+@pytest.mark.parametrize("key", ["nope|x#0", f"{GUESS}|missing#0", "../../etc|passwd", "no-bar"])
 def test_show_episode_with_a_bad_key_explains(root, key):
     header, chat, marks, fig, link = h.show_episode(root, {}, key)
-    assert header.startswith("⚠") and chat == [] and link == ""
+    assert header.startswith("⚠") and chat == [] and link == "" and marks.empty
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_show_episode_without_a_pick_asks_for_one(root, key):
+    header, chat, marks, fig, link = h.show_episode(root, {}, key)
+    assert header == h.PICK_HINT and chat == [] and list(marks.columns)[0] == "field"
 
 
 def test_upload_then_browse_the_upload(root, tmp_path):
-    uploads, note, runs, _, _ = h.upload_log(root, str(FIXTURES / "published_trace_small.json"), False, {}, [GUESS])
+    uploads, note, runs, _, _, cleared = h.upload_log(root, str(FIXTURES / "published_trace_small.json"), False, {}, [GUESS])
     name = "upload:published_trace_small.json"
     assert name in uploads and "3 episodes" in note and runs["value"] == [GUESS, name]
     shown, _, _ = h.filter_episodes(root, uploads, [name], *NO_FILTERS)
@@ -95,8 +101,9 @@ def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, 
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
     before = {"upload:x": object()}
-    uploads, note, runs, _, _ = h.upload_log(root, str(path), keep, before, [GUESS])
-    assert uploads is before and note.startswith("❌") and message in note and runs == gr.update()
+    uploads, note, runs, _, _, cleared = h.upload_log(root, str(path), keep, before, [GUESS])
+    assert uploads is before and note.startswith("✗") and message in note and runs == gr.update()
+    assert cleared is None  # the upload box is emptied for the next file
 
 
 def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
@@ -104,9 +111,9 @@ def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
     lines.insert(1, '{"version": 1, "oops"')
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join(lines))
-    _, note, _, _, _ = h.upload_log(root, str(path), False, {}, [])
-    assert "line 2" in note and note.startswith("❌")
-    uploads, note, _, _, _ = h.upload_log(root, str(path), True, {}, [])
+    _, note, _, _, _, _ = h.upload_log(root, str(path), False, {}, [])
+    assert "line 2" in note and note.startswith("✗")
+    uploads, note, _, _, _, _ = h.upload_log(root, str(path), True, {}, [])
     assert "6 episodes" in note and "Skipped 1" in note and "line 2" in note
 
 

@@ -1,0 +1,124 @@
+"""End-to-end latency of one 3-question Ask on the Decisions tab (goal: under 300 ms on this CPU).
+
+Times ``demo.decision_handlers.ask`` on the support-ticket example (a choice, a score and a yes/no
+question): builder parsing, state parsing, the token-limit check, the Decider call, the plotly
+figure and the table, exactly what a click runs. The model is a shipped export
+(``checkpoints/decision-rlcd`` by default); when it is absent the bench says so and uses a random
+body of the shipped shape instead. Also reported: the model call alone, the same request with two
+models side by side, and (unless --quick) the ``/score`` endpoint over HTTP via ``gradio_client``.
+
+    python bench/decisions_latency.py --quick --json runs/decisions_latency.json
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+
+from core.decision.export import export_decision  # noqa: E402
+from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
+from core.decision_examples import find_example  # noqa: E402
+from demo import decision_handlers as h  # noqa: E402
+
+GOAL_MS = 300.0
+SHIPPED_SHAPE = dict(hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, intermediate=384)
+"""The shape train/decision_tokenizer.py gives the shipped decision models (stand-in only)."""
+
+
+def models_folder(model: Path, workdir: Path) -> tuple[str, list[str], str]:
+    """(models dir, two model keys, description): the shipped export(s), or random stand-ins."""
+    if (model / "decision.json").is_file():
+        other = next((p for p in sorted(model.parent.glob("decision-*")) if p != model and (p / "decision.json").is_file()), model)
+        return str(model.parent), [model.name, other.name], f"shipped export {model}"
+    tok = letter_tokenizer()
+    for seed, name in enumerate(("stand-in-a", "stand-in-b")):
+        body = random_body(len(tok), seed=seed, **SHIPPED_SHAPE)
+        export_decision(workdir / name, body, random_rows(SHIPPED_SHAPE["hidden"], seed=seed + 100), tok,
+                        base_model="random", training={"note": "latency stand-in"})
+    return str(workdir), ["stand-in-a", "stand-in-b"], (f"{model} not found: random body of the shipped shape "
+                                                        f"{SHIPPED_SHAPE} (train and ship the models to measure them)")
+
+
+def timed(fn, repeats: int) -> dict:
+    """Median, p90 and min wall milliseconds of ``fn()`` after two warm-up calls."""
+    for _ in range(2):
+        fn()
+    ms = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        ms.append(1000 * (time.perf_counter() - start))
+    ms.sort()
+    return {"median_ms": statistics.median(ms), "p90_ms": ms[int(0.9 * (len(ms) - 1))], "min_ms": ms[0], "n": repeats}
+
+
+def http_score(models_dir: str, key: str, state: str, questions: dict, repeats: int) -> dict:
+    """The /score endpoint through a launched app and gradio_client."""
+    import app
+    from gradio_client import Client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    blocks = app.build(decision_models=models_dir)
+    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    try:
+        client = Client(url, verbose=False)
+        return timed(lambda: client.predict(key, state, questions, api_name="/score"), repeats)
+    finally:
+        blocks.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=ROOT / "checkpoints" / "decision-rlcd")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no HTTP measurement")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    repeats = 10 if args.quick else 40
+    with tempfile.TemporaryDirectory() as tmp:
+        models_dir, keys, described = models_folder(args.model, Path(tmp))
+        state, n, *rest = h.load_example("Support ticket")
+        fields = rest[h.MAX_QUESTIONS:]
+        out = h.ask(models_dir, keys[0], "", state, n, *fields)
+        assert out[-1], f"the Ask failed: {[u['value'] for u in out[:4 + h.MAX_QUESTIONS] if u['visible']]}"
+        decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == keys[0]))
+        questions = h.views.build_questions(h.rows_of(n, fields)).questions
+        results = {
+            "model": described, "threads": args.threads, "questions": int(n), "goal_ms": GOAL_MS,
+            "handler_one_model": timed(lambda: h.ask(models_dir, keys[0], "", state, n, *fields), repeats),
+            "model_call_only": timed(lambda: decider.score(state, questions), repeats),
+            "handler_two_models": timed(lambda: h.ask(models_dir, keys[0], keys[1], state, n, *fields), repeats),
+        }
+        if not args.quick:
+            results["http_score"] = http_score(models_dir, keys[0], state, questions, repeats)
+    for name in ("model_call_only", "handler_two_models", "http_score"):
+        if name in results:
+            r = results[name]
+            print(f"{name:>20}: median {r['median_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    head = results["handler_one_model"]
+    print(f"model: {described}")
+    verdict = "meets" if head["median_ms"] < GOAL_MS else "MISSES"
+    print(f"HEADLINE 3-question Ask through the handler: median {head['median_ms']:.1f} ms "
+          f"(p90 {head['p90_ms']:.1f} ms), {verdict} the {GOAL_MS:.0f} ms goal")
+
+
+if __name__ == "__main__":
+    main()

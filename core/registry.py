@@ -1,0 +1,304 @@
+"""Model registry: which checkpoints the app knows, whether each is on this machine, and loading.
+
+Entries come from four places: the policies shipped under ``checkpoints/clarify-*``, the
+published ClarifyRL policies and Qwen3 bases by hub id, the published decision models by hub id
+(``kind="decision"``, loaded by the Decisions tab), and any local folder in the Hugging Face
+layout (``--models-dir`` or a path typed in the UI). Checking availability reads local files and
+the Hugging Face cache only, so it answers at once offline; an unavailable entry says how to make
+it available. Loading is lazy, happens once per (folder, int8) and is thread-safe;
+``trust_remote_code`` is never turned on. This is the one module that loads checkpoints.
+"""
+
+import json
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+Kind = Literal["policy", "decision"]
+Source = Literal["shipped", "hub", "local"]
+Progress = Callable[[float, str], None]
+"""Called with (fraction done in [0, 1], what is happening) while a model loads."""
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_DIR = ROOT / "checkpoints"
+SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup")
+"""Shipped policy folders under ``checkpoints/``, best first."""
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+INT8_SUGGESTED_PARAMS = 200_000_000
+"""Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model the app can offer; ``location`` is a hub id or a local folder."""
+
+    key: str
+    """Unique label shown in pickers."""
+    kind: Kind
+    source: Source
+    location: str
+    note: str = ""
+    """One line for the picker: base, published score, how it loads."""
+    remote_code: bool = False
+    """True when the checkpoint needs custom modeling code; the app never runs such code."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether an entry can load here, the local folder it would load from, and why not."""
+
+    ok: bool
+    path: Path | None
+    message: str
+
+
+@dataclass
+class LoadedModel:
+    """A loaded, read-only causal LM and its tokenizer (shared between sessions)."""
+
+    entry: ModelEntry
+    path: Path
+    model: Any
+    tokenizer: Any
+    int8: bool
+    params: int
+
+
+# Facts from the published ClarifyRL model cards and scoreboard (avg score on the published 50).
+PUBLISHED_POLICIES = (
+    ("Champion", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b-run7", "Qwen3-1.7B, beta 0.3, avg 0.0754"),
+    ("Restrain", "Kanan2005/clarify-rl-grpo-qwen3-1-7b-run6", "Qwen3-1.7B, beta 1.0, avg 0.0607"),
+    ("Anchor", "anurag203/clarify-rl-run4-qwen3-1.7b-beta0.2", "Qwen3-1.7B, beta 0.2, avg 0.0560"),
+    ("Drift", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b", "Qwen3-1.7B, beta 0, avg 0.0286"),
+    ("Probe", "agarwalanu3103/clarify-rl-grpo-qwen3-0-6b", "Qwen3-0.6B, beta 0, avg 0.0076"),
+    ("base 0.6B", "Qwen/Qwen3-0.6B", "untrained base, avg 0.0000"),
+    ("base 1.7B", "Qwen/Qwen3-1.7B", "untrained base, avg 0.0631"),
+    ("base 4B", "Qwen/Qwen3-4B", "untrained base, avg 0.1446"),
+)
+PUBLISHED_DECISIONS = (
+    ("RLCD letter readout", "anthonym21/qwen3-0.6b-rlcd-decision", "rlcd-decision-only-v1 export", False),
+    ("Option scoring", "thefloydd/qwen3-0.6b-rlcd", "custom modeling code (trust_remote_code)", True),
+)
+
+
+def shipped_entries(shipped_dir: Path = SHIPPED_DIR) -> list[ModelEntry]:
+    """The shipped policies (listed even before training, so the picker says how to make them)."""
+    return [ModelEntry(f"shipped: {name}", "policy", "shipped", str(shipped_dir / name),
+                       note="trained on CPU by this repo") for name in SHIPPED_POLICIES]
+
+
+def published_entries() -> list[ModelEntry]:
+    """The published ClarifyRL policies, Qwen3 bases and decision models, by hub id."""
+    policies = [ModelEntry(f"{name} ({hub})", "policy", "hub", hub, note=note)
+                for name, hub, note in PUBLISHED_POLICIES]
+    decisions = [ModelEntry(f"{name} ({hub})", "decision", "hub", hub, note=note, remote_code=remote)
+                 for name, hub, note, remote in PUBLISHED_DECISIONS]
+    return policies + decisions
+
+
+def local_entry(path: str | Path, kind: Kind = "policy") -> ModelEntry:
+    """An entry for a local folder in the Hugging Face layout (checked only when asked)."""
+    path = Path(path).expanduser()
+    return ModelEntry(f"local: {path}", kind, "local", str(path), note="local folder")
+
+
+def discover_local(models_dir: str | Path) -> list[ModelEntry]:
+    """Every subfolder of ``models_dir`` holding a ``config.json``, sorted by name."""
+    base = Path(models_dir).expanduser()
+    if not base.is_dir():
+        return []
+    found = []
+    for sub in sorted(p for p in base.iterdir() if (p / "config.json").is_file()):
+        kind: Kind = "decision" if (sub / "decision.json").is_file() else "policy"
+        found.append(local_entry(sub, kind))
+    return found
+
+
+def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
+    """Shipped, then local (``models_dir``), then published entries; optionally one kind only."""
+    entries = shipped_entries() + (discover_local(models_dir) if models_dir else []) + published_entries()
+    return [e for e in entries if kind is None or e.kind == kind]
+
+
+def find_entry(key: str, entries: list[ModelEntry]) -> ModelEntry:
+    """The entry with this key; a key that is an existing folder path becomes a local entry."""
+    for entry in entries:
+        if entry.key == key:
+            return entry
+    if key and Path(key).expanduser().exists():
+        return local_entry(key)
+    raise KeyError(f"unknown model {key!r}: pick one from the list or type a folder path that exists")
+
+
+# ---- availability -------------------------------------------------------------------------
+
+
+def check_folder(path: str | Path, kind: Kind = "policy") -> Availability:
+    """Is ``path`` a loadable Hugging Face model folder? Reads local files only."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        return Availability(False, None, f"no folder at {path}")
+    if not path.is_dir():
+        return Availability(False, None, f"{path} is a file, not a model folder")
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        return Availability(False, None, f"{path} has no config.json, so it is not a Hugging Face "
+                            "model folder (expected config.json, weights and tokenizer files)")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return Availability(False, None, f"{config_file} is not valid JSON ({exc})")
+    if not isinstance(config, dict) or "model_type" not in config:
+        return Availability(False, None, f"{config_file} names no model_type")
+    if "auto_map" in config:
+        return Availability(False, None, f"{path} needs custom modeling code (auto_map in "
+                            "config.json); the app keeps trust_remote_code off")
+    if not any((path / name).is_file() for name in WEIGHT_FILES):
+        return Availability(False, None, f"{path} holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
+    if kind == "policy" and not any((path / name).is_file() for name in TOKENIZER_FILES):
+        return Availability(False, None, f"{path} holds no tokenizer files (tokenizer.json ...)")
+    return Availability(True, path, f"ready to load from {path}")
+
+
+def cached_snapshot(hub_id: str, cache_dir: str | Path | None = None) -> Path | None:
+    """The local snapshot folder of ``hub_id`` in the Hugging Face cache, or None. No network."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(hub_id, cache_dir=cache_dir, local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
+        return None
+
+
+def how_to_get(hub_id: str, cache_dir: str | Path | None = None) -> str:
+    """The instructions an unavailable hub entry shows."""
+    from huggingface_hub import constants
+
+    cache = cache_dir or constants.HF_HUB_CACHE
+    return (f"{hub_id} is not in the Hugging Face cache ({cache}). To make it available: on a "
+            f"machine with network run `hf download {hub_id}` (it fills that cache), or download "
+            "it into a folder and type the folder path here or start the app with --models-dir "
+            "pointing at its parent.")
+
+
+def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availability:
+    """Can ``entry`` load on this machine right now? Never touches the network, never hangs."""
+    if entry.remote_code:
+        return Availability(False, None, f"{entry.location} needs custom modeling code "
+                            "(trust_remote_code); the app does not run remote code")
+    if entry.source != "hub":
+        found = check_folder(entry.location, entry.kind)
+        if not found.ok and entry.source == "shipped" and not Path(entry.location).exists():
+            return Availability(False, None, f"{found.message}: train it first (see the README, "
+                                "section \"Training the shipped policy\")")
+        return found
+    snapshot = cached_snapshot(entry.location, cache_dir)
+    if snapshot is None:
+        return Availability(False, None, how_to_get(entry.location, cache_dir))
+    found = check_folder(snapshot, entry.kind)
+    if not found.ok:
+        return Availability(False, None, f"the cached copy of {entry.location} is incomplete: "
+                            f"{found.message}. {how_to_get(entry.location, cache_dir)}")
+    return found
+
+
+# ---- loading ------------------------------------------------------------------------------
+
+
+class ModelLoadError(RuntimeError):
+    """A model that cannot be loaded; the message says what is wrong and how to fix it."""
+
+
+def quantize_int8(model: Any) -> Any:
+    """Dynamic int8 quantisation of every Linear layer (weights int8, activations fp32).
+
+    ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
+    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores.
+    """
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
+    """Load tokenizer and causal LM from a checked local folder, fp32, eval mode, no remote code."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    progress(0.1, f"loading tokenizer from {path}")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        progress(0.3, "loading weights")
+        model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False, dtype=torch.float32)
+    except Exception as exc:  # transformers raises many types for a broken folder
+        raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
+    model.eval()
+    params = sum(p.numel() for p in model.parameters())
+    if int8:
+        progress(0.8, "quantising Linear layers to int8")
+        model = quantize_int8(model)
+    progress(1.0, f"{entry.key} ready ({params / 1e6:.1f} M parameters{', int8' if int8 else ''})")
+    return LoadedModel(entry, path, model, tokenizer, int8, params)
+
+
+def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Progress) -> Availability | None:
+    """Download a hub entry into the cache when the hub is allowed (an explicit Load, never a check).
+
+    Returns None offline (``HF_HUB_OFFLINE=1``) or when the download fails, so the caller shows
+    the "how to make it available" message instead.
+    """
+    from huggingface_hub import is_offline_mode, snapshot_download
+
+    if is_offline_mode() or cached_snapshot(entry.location, cache_dir) is not None:
+        return None
+    progress(0.05, f"downloading {entry.location} from the Hugging Face hub")
+    try:
+        snapshot_download(entry.location, cache_dir=cache_dir, etag_timeout=10,
+                          allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model"])
+    except Exception:  # no network, no such repo, gated: the offline message says what to do
+        return None
+    found = check(entry, cache_dir)
+    return found if found.ok else None
+
+
+@dataclass
+class ModelCache:
+    """Loaded models shared by all sessions: each (folder, int8) loads once, under its own lock."""
+
+    cache_dir: str | Path | None = None
+    _models: dict[tuple[str, bool], LoadedModel] = field(default_factory=dict)
+    _locks: dict[tuple[str, bool], threading.Lock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, entry: ModelEntry, int8: bool = False, progress: Progress | None = None) -> LoadedModel:
+        """Return the loaded model, loading it first if no session has yet."""
+        progress = progress or (lambda fraction, text: None)
+        if entry.kind != "policy":
+            raise ModelLoadError(f"{entry.key} is a decision model; load it from the Decisions tab")
+        found = check(entry, self.cache_dir)
+        if not found.ok and entry.source == "hub" and not entry.remote_code:
+            found = fetch_from_hub(entry, self.cache_dir, progress) or found
+        if not found.ok:
+            raise ModelLoadError(f"{entry.key} is unavailable: {found.message}")
+        key = (str(found.path.resolve()), int8)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._models:
+                self._models[key] = load_folder(entry, found.path, int8, progress)
+            else:
+                progress(1.0, f"{entry.key} already loaded")
+            return self._models[key]
+
+    def loaded(self) -> list[str]:
+        """Labels of what is loaded, for the status line."""
+        return [f"{m.entry.key}{' (int8)' if m.int8 else ''}" for m in self._models.values()]

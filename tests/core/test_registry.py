@@ -1,0 +1,164 @@
+"""Model registry: entries, offline availability (folders and a fake hub cache), lazy loading."""
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+
+from core import registry
+from core.registry import ModelCache, ModelLoadError, check, check_folder, local_entry
+from tests.fixtures.tiny_chat import build_tiny_chat
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny_chat(tmp_path_factory.mktemp("models") / "tiny")
+
+
+def copy_without(src, dst, drop=(), edit=None):
+    """A copy of a model folder with some files removed or config.json edited."""
+    shutil.copytree(src, dst)
+    for name in drop:
+        (dst / name).unlink()
+    if edit is not None:
+        config = json.loads((dst / "config.json").read_text())
+        edit(config)
+        (dst / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+def test_published_entries_hold_the_published_ids():
+    keys = {e.location: e for e in registry.published_entries()}
+    # the published best policy, the 4B base, and both decision models are listed
+    assert keys["agarwalanu3103/clarify-rl-grpo-qwen3-1-7b-run7"].kind == "policy"
+    assert "Qwen/Qwen3-4B" in keys
+    assert keys["anthonym21/qwen3-0.6b-rlcd-decision"].kind == "decision"
+    assert keys["thefloydd/qwen3-0.6b-rlcd"].remote_code
+    assert len({e.key for e in registry.all_entries()}) == len(registry.all_entries())
+
+
+@pytest.mark.parametrize("drop, edit, expect", [
+    ((), None, "ready to load"),                                      # complete folder
+    (("config.json",), None, "no config.json"),                       # not a model folder
+    (("model.safetensors",), None, "holds no weights"),               # weights missing
+    (("tokenizer.json", "tokenizer_config.json"), None, "no tokenizer"),  # tokenizer missing
+    ((), lambda c: c.pop("model_type"), "names no model_type"),      # broken config
+    ((), lambda c: c.update(auto_map={"AutoModel": "x.Y"}), "trust_remote_code off"),  # custom code
+])
+def test_check_folder_names_what_is_wrong(tiny_dir, tmp_path, drop, edit, expect):
+    folder = copy_without(tiny_dir, tmp_path / "m", drop, edit)
+    found = check_folder(folder)
+    assert expect in found.message
+    assert found.ok == (expect == "ready to load")
+
+
+def test_check_folder_missing_file_and_bad_json(tmp_path):
+    assert "no folder at" in check_folder(tmp_path / "nope").message
+    (tmp_path / "f").write_text("x")
+    assert "is a file" in check_folder(tmp_path / "f").message
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json")
+    assert "not valid JSON" in check_folder(tmp_path / "bad").message
+
+
+def fake_hub_cache(cache, hub_id, model_dir, commit="0123456789abcdef0123456789abcdef01234567"):
+    """Lay out ``model_dir`` as the Hugging Face cache stores a downloaded repo."""
+    repo = cache / ("models--" + hub_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copytree(model_dir, repo / "snapshots" / commit)
+    return repo / "snapshots" / commit
+
+
+def test_hub_entry_unavailable_offline_answers_at_once(tmp_path):
+    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-0.6B")
+    start = time.perf_counter()
+    found = check(entry, cache_dir=tmp_path)
+    assert time.perf_counter() - start < 2.0  # reads the cache folder only, no network wait
+    assert not found.ok
+    assert "hf download Qwen/Qwen3-0.6B" in found.message and "--models-dir" in found.message
+
+
+def test_hub_entry_available_from_cache_layout(tiny_dir, tmp_path):
+    snapshot = fake_hub_cache(tmp_path, "Qwen/Qwen3-0.6B", tiny_dir)
+    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-0.6B")
+    found = check(entry, cache_dir=tmp_path)
+    assert found.ok and found.path == snapshot
+    loaded = ModelCache(cache_dir=tmp_path).get(entry)
+    assert loaded.path == snapshot and loaded.tokenizer.chat_template
+
+
+def test_incomplete_cache_copy_says_so(tiny_dir, tmp_path):
+    snapshot = fake_hub_cache(tmp_path, "Qwen/Qwen3-4B", tiny_dir)
+    (snapshot / "model.safetensors").unlink()
+    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-4B")
+    assert "cached copy of Qwen/Qwen3-4B is incomplete" in check(entry, cache_dir=tmp_path).message
+
+
+def test_shipped_entry_missing_says_how_to_make_it(tmp_path):
+    entry = registry.shipped_entries(tmp_path)[0]
+    found = check(entry)
+    assert not found.ok and "train it first" in found.message
+
+
+def test_remote_code_and_decision_entries_are_refused():
+    entries = registry.published_entries()
+    custom = next(e for e in entries if e.remote_code)
+    assert "does not run remote code" in check(custom).message
+    decision = next(e for e in entries if e.kind == "decision" and not e.remote_code)
+    with pytest.raises(ModelLoadError, match="Decisions tab"):
+        ModelCache().get(decision)
+
+
+def test_discover_and_find_local(tiny_dir, tmp_path):
+    shutil.copytree(tiny_dir, tmp_path / "b-model")
+    (tmp_path / "a-notes").mkdir()  # no config.json: not listed
+    found = registry.discover_local(tmp_path)
+    assert [e.key for e in found] == [f"local: {tmp_path / 'b-model'}"]
+    entries = registry.all_entries(models_dir=tmp_path, kind="policy")
+    assert registry.find_entry(found[0].key, entries) == found[0]
+    assert registry.find_entry(str(tiny_dir), entries).location == str(tiny_dir)  # a typed path
+    with pytest.raises(KeyError, match="unknown model"):
+        registry.find_entry("/no/such/dir", entries)
+
+
+def test_loads_once_across_threads_and_reports_progress(tiny_dir):
+    cache = ModelCache()
+    entry = local_entry(tiny_dir)
+    seen, results = [], []
+    threads = [threading.Thread(target=lambda: results.append(cache.get(entry, progress=lambda f, t: seen.append(t))))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(r.model) for r in results}) == 1  # one load shared by all callers
+    assert any("loading weights" in s for s in seen) and any("already loaded" in s for s in seen)
+    assert cache.loaded() == [entry.key]
+
+
+def test_int8_quantises_linear_layers(tiny_dir):
+    loaded = ModelCache().get(local_entry(tiny_dir), int8=True)
+    import torch
+
+    dynamic = torch.ao.nn.quantized.dynamic.Linear
+    assert any(isinstance(m, dynamic) for m in loaded.model.modules()) and loaded.int8
+    assert not any(type(m) is torch.nn.Linear for m in loaded.model.modules())
+
+
+def test_broken_weights_give_a_clear_error(tiny_dir, tmp_path):
+    folder = copy_without(tiny_dir, tmp_path / "broken")
+    (folder / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelLoadError, match="could not load"):
+        ModelCache().get(local_entry(folder))
+
+
+def test_loading_an_uncached_hub_entry_offline_fails_fast_with_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    entry = next(e for e in registry.published_entries() if e.key.startswith("Champion"))
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="hf download agarwalanu3103"):
+        ModelCache(cache_dir=tmp_path).get(entry)
+    assert time.perf_counter() - start < 2.0
