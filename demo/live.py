@@ -55,7 +55,7 @@ def _pickers(models_dir):
 
 
 def _end_panel():
-    with gr.Column(visible=False) as panel:
+    with gr.Column(visible=False, elem_id="live-end") as panel:
         header = gr.Markdown()
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)

@@ -8,10 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-import gradio as gr
 import pytest
 
-from demo import live
+import app as app_module
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 pytestmark = pytest.mark.browser
@@ -31,10 +30,7 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("live_browser")
     build_tiny_chat(root / "models" / "tiny")
     build_tiny_chat(root / "slow", hidden=384, layers=6)  # ~10x slower per token: Stop lands mid-turn
-    with gr.Blocks(title="Live play test") as demo:
-        with gr.Tab("Live play"):
-            live.build(demo, root / "replays", root / "models")
-    demo.queue()
+    demo = app_module.build(root / "replays", models_dir=root / "models")  # the real app, every tab
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield url, root
     demo.close()
@@ -54,6 +50,7 @@ def browser():
 def open_page(browser, url):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
+    page.get_by_role("tab", name="Live play").click()
     page.get_by_text("ready to load from").wait_for(timeout=20000)
     return page
 
@@ -82,14 +79,15 @@ def generating():
 def test_watch_episode_streams_and_ends_with_the_breakdown(app, browser, tmp_path):
     url, root = app
     page = open_page(browser, url)
-    use_slow_greedy(page, root, 200)
+    use_slow_greedy(page, root, 96)
     page.get_by_role("button", name="▶ Start episode").click()
     page.get_by_text("generating (").first.wait_for(timeout=20000)  # streamed partial text
     page.screenshot(path=tmp_path / "watch_streaming.png", full_page=True)
     page.get_by_text("episode ended (").first.wait_for(timeout=60000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=20000)  # the breakdown chart
-    assert page.get_by_text("Open in Replays").is_visible()
-    assert page.get_by_text("Hidden profile vs. submitted plan").is_visible()
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)  # the breakdown chart
+    end = page.locator("#live-end")
+    assert end.get_by_text("Open in Replays").is_visible()
+    assert end.get_by_text("Hidden profile vs. submitted plan").is_visible()
     page.screenshot(path=tmp_path / "watch_end.png", full_page=True)
     assert (tmp_path / "watch_end.png").stat().st_size > 10_000
 
@@ -124,7 +122,12 @@ def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     page.keyboard.type('{"event_type": "birthday", "date": "today", "guest_count": 10, "venue": "home"}')
     page.get_by_role("button", name="Propose plan").click()
     page.get_by_text("episode ended (plan)").first.wait_for(timeout=20000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=20000)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
     page.screenshot(path=tmp_path / "agent_end.png", full_page=True)
     runs = list((root / "replays" / "sessions").glob("live-*/episodes.jsonl"))
     assert runs, "the session's episodes were not written as a run under replays/sessions"
+    href = page.get_by_text("Open in Replays").get_attribute("href")
+    assert href.startswith("?run=sessions%2Flive-")
+    page.goto(url.rstrip("/") + "/" + href)  # the link opens the Replays tab at this episode
+    page.get_by_text("policy human").first.wait_for(timeout=20000)
+    page.screenshot(path=tmp_path / "open_in_replays.png", full_page=True)

@@ -11,6 +11,7 @@ import pytest
 from core import live
 from core.episode_log import read_episodes
 from core.policies import revealing_question
+from core.replays import discover_runs
 from core.registry import ModelCache, local_entry
 from core.scenarios import generate_scenario, load_scenarios
 from core.streaming import GenerationSettings
@@ -90,6 +91,8 @@ def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
     assert log == tmp_path / session.run_name / "episodes.jsonl"
     assert read_episodes(log).episodes[0].policy == "human"
     assert json.loads((log.parent / "summary.json").read_text())["n"] == 1
+    listed = {run.name: run for run in discover_runs(tmp_path)}  # what the Replays tab lists
+    assert listed[session.run_name].n == 1 and listed[session.run_name].policy == "live session"
     with pytest.raises(live.LiveError, match="has ended"):
         live.agent_move(session, "ask_question", "more?")
 
