@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.families import FAMILIES
-from core.records import RewardBreakdown
+from core.records import Recorded, RewardBreakdown
 
 FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
 """Family -> colour, in the families table's order (Tableau-like, colour-blind tolerant)."""
@@ -137,8 +137,13 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
 
 
 def breakdown_bars(breakdown: RewardBreakdown | None,
-                   missing: str = "this episode has no breakdown (still running)") -> go.Figure:
-    """One episode's rubric: each component's value and its weighted share of the score."""
+                   missing: str = "this episode has no breakdown (still running)",
+                   recorded: Recorded | None = None) -> go.Figure:
+    """One episode's rubric: each component's value and its weighted share of the score.
+
+    With ``recorded`` (an imported log's own scores), its component values are drawn as black
+    diamonds over our bars, so a re-scored episode shows both verdicts.
+    """
     if breakdown is None:
         return _empty("Rubric breakdown", missing)
     gate = "passed" if breakdown.gate_passed else "FAILED: score is 0"
@@ -157,6 +162,12 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
     fig.add_bar(x=labels, y=shares, name="weight × value (adds to the score)",
                 marker=dict(color=colors), width=0.4,
                 hovertemplate="%{x}<br>contributes %{y:.3f}<extra></extra>")
+    if recorded is not None and recorded.breakdown:
+        fig.add_scatter(x=labels, y=[recorded.breakdown.get(n) for n in names], mode="markers",
+                        name=f"recorded by {recorded.source}", marker=dict(symbol="diamond", size=11, color="#111"),
+                        hovertemplate="%{x}<br>recorded %{y:.3f}<extra></extra>")
+        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {recorded.source} "
+                                              f"(score {recorded.score:.3f}) · solid: weight × value")
     fig.update_yaxes(range=[0, 1.15], title="value")
     return fig
 

@@ -96,7 +96,7 @@ def show_episode(root, uploads, key):
     link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
         f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
-            plots.breakdown_bars(episode.breakdown), link)
+            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
 
 
 def upload_log(root, file, keep_valid, uploads, picked):

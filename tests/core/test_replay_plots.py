@@ -9,7 +9,7 @@ import pytest
 from core import episode_table as table
 from core import replay_plots as plots
 from core.episode_log import read_episodes
-from core.records import RewardBreakdown
+from core.records import Recorded, RewardBreakdown
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "replay_runs" / "fixture-set"
 
@@ -77,3 +77,12 @@ def test_difference_bars_sorted(frame):
     comp = table.compare_runs(frame[frame.run == "oracle"], frame[frame.run == "guess"])
     fig = plots.difference_bars(comp.table, "oracle", "guess")
     assert list(fig.data[0].y) == sorted(fig.data[0].y)
+
+
+def test_breakdown_overlays_recorded_components():
+    bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=False,
+                         components={"FormatCheckRubric": 0.0, "A": 0.0}, weights={"A": 1.0})
+    rec = Recorded(source="published-trace", score=0.0, breakdown={"A": 0.4})  # a stale published value
+    fig = plots.breakdown_bars(bd, recorded=rec)
+    assert list(fig.data[2].y) == [0.4] and "recorded by published-trace" in fig.data[2].name
+    assert len(plots.breakdown_bars(bd).data) == 2
