@@ -9,8 +9,9 @@ key) pair and key counts exact for each path:
              (B * W tokens, B * W * (P + W) masked pairs: the mask is dense);
   packed:    one call per token chunk of T suffix tokens; the first carries the prefix too
              ((P + T)^2 masked pairs), later ones T * (P + T).
-The coefficients were fitted by least squares on ``python -m bench.decide_latency --quick --fit``
-timings on the 2-core dev CPU (fp32, one thread); only their ratios matter for the choice.
+The defaults were fitted by least squares (``python -m bench.decide_latency --quick --fit``, CPU
+time, fp32, one thread, hidden 256 x 6 layers) on the 2-core dev machine; only their ratios matter
+for the choice, and a wrong pick between (b) and (c) costs little since both share the state.
 """
 
 import math
@@ -39,15 +40,15 @@ class CostModel:
     """Seconds = call_s * layer-calls + lin_s * linear FLOPs + causal_s * causal attention FLOPs
     + masked_s * masked attention FLOPs."""
 
-    call_s: float = 3.0e-4
+    call_s: float = 1.2e-3
     """Python and kernel-launch overhead per layer per forward call."""
-    lin_s: float = 2.5e-11
+    lin_s: float = 8.5e-12
     """Seconds per linear-layer FLOP."""
-    causal_s: float = 3.0e-11
+    causal_s: float = 2.5e-11
     """Seconds per FLOP of unmasked causal attention (sdpa's fast path)."""
-    masked_s: float = 4.0e-11
+    masked_s: float = 1.6e-11
     """Seconds per FLOP of attention under an explicit mask (slower kernels on CPU)."""
-    copy_s: float = 4.0e-9
+    copy_s: float = 1.0e-9
     """Seconds per key/value element copied (memory-bound)."""
 
     def terms(self, shape: Shape, path: str, limits) -> tuple[float, ...]:

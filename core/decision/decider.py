@@ -42,7 +42,7 @@ class Limits:
     """Prefix = "User: Context:" header + state + blank line (+ BOS if any)."""
     max_suffix_tokens: int = 448
     """One question's suffix: question, lettered options and answer cue."""
-    question_chunk: int = 4
+    question_chunk: int = 8
     """Shared path: questions per batched forward (bounds memory)."""
     packed_chunk_tokens: int = 256
     """Packed path: suffix tokens per forward (bounds the mask and activations)."""
@@ -64,7 +64,10 @@ class Decider:
     def __init__(self, body, rows: torch.Tensor, tokenizer, *, prepend_bos: bool = False,
                  limits: Limits = Limits(), cost: CostModel | None = None):
         self.body = body.eval()
-        self.rows = rows.detach().float()
+        self.device = next(body.parameters()).device
+        self.rows = rows.detach().float().to(self.device)
+        if tuple(self.rows.shape) != (26, body.config.hidden_size):
+            raise ValueError(f"letter rows must be (26, {body.config.hidden_size}), got {tuple(self.rows.shape)}")
         self.tokenizer = tokenizer
         self.letter_ids = letter_token_ids(tokenizer)
         self.prepend_bos = prepend_bos
@@ -194,23 +197,20 @@ class Decider:
 
     # ---- the three paths; each returns final hidden states [questions, hidden] at the readout tokens
 
-    def _device(self):
-        return self.rows.device if self.rows.device.type != "cpu" else next(self.body.parameters()).device
-
     def _reference(self, req: Request) -> torch.Tensor:
-        dev, out = self._device(), []
+        dev, out = self.device, []
         for s in req.suffixes:
             ids = torch.tensor([req.prefix + s], device=dev)
-            out.append(self.body(input_ids=ids, use_cache=False).last_hidden_state[0, -1])
+            out.append(self.body(input_ids=ids, use_cache=False).last_hidden_state[0, -1].clone())  # no view: frees the rest
         return torch.stack(out)
 
     def _prefill(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        ids, cache = torch.tensor([prefix], device=self._device()), DynamicCache()
+        ids, cache = torch.tensor([prefix], device=self.device), DynamicCache()
         self.body(input_ids=ids, cache=cache, use_cache=True)
         return [(layer.keys, layer.values) for layer in cache.layers]
 
     def _shared(self, req: Request) -> torch.Tensor:
-        dev, p = self._device(), len(req.prefix)
+        dev, p = self.device, len(req.prefix)
         kv, out = self._prefill(req.prefix), []
         step = self.limits.question_chunk
         for start in range(0, len(req.suffixes), step):
@@ -230,7 +230,7 @@ class Decider:
         return torch.cat(out)
 
     def _packed(self, req: Request) -> torch.Tensor:
-        dev, p, out = self._device(), len(req.prefix), []
+        dev, p, out = self.device, len(req.prefix), []
         kv = None
         for chunk in _token_chunks(req.suffixes, self.limits.packed_chunk_tokens):
             head = req.prefix if kv is None else []
@@ -260,8 +260,10 @@ def packed_inputs(head: list[int], suffixes: list[list[int]], p: int, dtype, dev
 
     ``head`` is the prefix when it is part of this forward (else it is already in the cache, length
     ``p``). Keys are [prefix | all suffixes]; a suffix token attends to every prefix token and to
-    the earlier tokens of its own suffix; prefix tokens are causal among themselves. The mask is
-    additive (0 or the dtype's minimum), which both sdpa and eager attention accept.
+    the earlier tokens of its own suffix; prefix tokens are causal among themselves. A 4D mask is
+    passed through by transformers' masking_utils unchanged; eager attention ADDS it to the scores
+    (so a bool mask would be wrong there) and sdpa accepts an additive float mask too, so we build
+    it additive: 0 where allowed, the dtype's minimum elsewhere.
     """
     h, total = len(head), sum(len(s) for s in suffixes)
     ids = torch.tensor([head + [t for s in suffixes for t in s]], device=device)

@@ -31,7 +31,7 @@ def random_question(rng: random.Random, i: int):
 def test_shared_and_packed_equal_reference(make_decider, attn):
     decider = make_decider(attn, limits=SMALL_CHUNKS)
     rng, worst = random.Random(attn), 0.0
-    for _ in range(10):
+    for _ in range(16):
         qs = [random_question(rng, i) for i in range(rng.randint(1, 9))]
         req = decider.tokenize(random_state(rng), qs)
         ref = decider.probabilities(req, path="reference")
@@ -50,9 +50,10 @@ def test_masked_letters_are_exactly_zero_on_every_path(make_decider):
         assert torch.allclose(p.sum(-1), torch.ones(3), atol=1e-6)
 
 
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("path", ["shared", "packed", "auto"])
-def test_other_questions_do_not_change_an_answer(make_decider, path):
-    decider = make_decider(limits=SMALL_CHUNKS)
+def test_other_questions_do_not_change_an_answer(make_decider, path, attn):
+    decider = make_decider(attn, limits=SMALL_CHUNKS)
     rng = random.Random(7)
     state = random_state(rng)
     target = Score("How urgent is this?", ["low", "normal", "high", "critical"], qid="t")
@@ -129,3 +130,29 @@ def test_core_decision_imports_neither_gradio_nor_trl():
 
     code = "import sys, core.decision.export; assert not {'gradio', 'trl'} & set(sys.modules), 'leak'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("path", ["shared", "packed"])
+def test_forwards_are_bounded_by_the_chunk_size_not_the_question_count(make_decider, path):
+    limits = Limits(question_chunk=3, packed_chunk_tokens=80)
+    decider = make_decider(limits=limits)
+    shapes = []
+    hook = decider.body.register_forward_hook(lambda mod, args, kwargs, out: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                              with_kwargs=True)
+    try:
+        rng = random.Random(3)
+        req = decider.tokenize(random_state(rng), [Noul(f"Is {w} relevant?") for w in rng.sample(_WORDS, 12)])
+        decider.probabilities(req, path=path)
+    finally:
+        hook.remove()
+    longest = max(len(s) for s in req.suffixes)
+    if path == "shared":  # one prefill, then batches of at most 3 suffixes
+        assert shapes[0] == (1, len(req.prefix)) and all(b <= 3 for b, _ in shapes[1:]) and len(shapes) == 1 + 4
+    else:  # the first forward carries the state; every forward holds at most 80 suffix tokens
+        assert shapes[0][1] <= len(req.prefix) + max(80, longest)
+        assert all(n <= max(80, longest) for _, n in shapes[1:]) and len(shapes) > 2
+
+
+def test_prepend_bos_needs_a_bos_token(make_decider, letter_tok):
+    with pytest.raises(ValueError, match="no BOS token"):
+        Decider(make_decider().body, torch.zeros(26, 32), letter_tok, prepend_bos=True)
