@@ -339,7 +339,7 @@ def messages(session: LiveSession) -> list[dict]:
     if session.pending is not None:
         question = session.pending.call.arguments["question"]
         about = session.pending.field or "no field (the simulator would not reveal anything)"
-        out.append({"role": "assistant", "content": f"❓ {question}"})
+        out.append({"role": "assistant", "content": str(question)})
         out.append({"role": "assistant", "content": f"```\n{session.pending.raw.strip()}\n```",
                     "metadata": {"title": f"ask_question → waiting for your answer · about: {about}",
                                  "status": "pending"}})

@@ -28,6 +28,7 @@ def free_port() -> int:
 def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("live_app")
     build_tiny_chat(root / "models" / "tiny")
+    build_tiny_chat(root / "slow", hidden=384, layers=6)  # slow enough that Stop lands mid-turn
     with gr.Blocks() as demo:
         with gr.Tab("Live play"):
             live.build(demo, root / "replays", root / "models")
@@ -38,10 +39,10 @@ def app(tmp_path_factory):
     demo.close()
 
 
-def start(client, root, mode="watch", **kw):
+def start(client, root, mode="watch", path="", **kw):
     args = {**SETTINGS, **kw}
     key = f"local: {root / 'models' / 'tiny'}" if mode != "agent" else ""
-    return client.predict(key, "", mode, *args.values(), api_name="/live_start")
+    return client.predict(key, path, mode, *args.values(), api_name="/live_start")
 
 
 def test_watch_episode_streams_to_a_final_score(app):
@@ -86,7 +87,7 @@ def test_two_clients_never_see_each_other(app):
 def test_stop_from_a_client_ends_the_generation(app):
     url, root = app
     client = Client(url, verbose=False)
-    start(client, root, max_new_tokens=1024)  # greedy on a random body: it never ends by itself
+    start(client, root, path=str(root / "slow"), max_new_tokens=1024)  # greedy: no end token here
     job = client.submit(api_name="/live_play")
     deadline = time.monotonic() + 60
     while not any("generating" in str(o[1]) for o in job.outputs()) and time.monotonic() < deadline:
