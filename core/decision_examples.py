@@ -1,8 +1,9 @@
 """Example states for the Decisions tab, each with questions that fit it.
 
 Four situations a decision model meets: a support ticket, a meeting request (as a JSON record), a
-medical intake note, and one that is genuinely ambiguous (the evidence points two ways, so a
-calibrated model should split its probability rather than pick confidently).
+medical intake note, and one that is genuinely ambiguous: a triage ticket in the training data's own
+phrasing with one billing and one security cue, whose true posterior is 0.5/0.5 between the two
+(the known-posterior probe's two-cue case), so a calibrated model should split its probability.
 """
 
 from dataclasses import dataclass
@@ -64,8 +65,8 @@ EXAMPLES: tuple[Example, ...] = (
         "was declined.\nNote: a few users noticed.",
         (
             QuestionRow("choice", "Which department should handle this ticket?",
-                        "BILLING: billing and payments\nSECURITY: security and account access"),
-            QuestionRow("noul", "Is this ticket about one single problem?", ""),
+                        "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
+            QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
         ),
     ),
 )

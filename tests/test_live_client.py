@@ -96,3 +96,19 @@ def test_stop_from_a_client_ends_the_generation(app):
     final = job.result(timeout=60)
     assert final[1].startswith("stopped") and "generating" not in str(final[0][-1]["content"])
     assert not [t for t in threading.enumerate() if t.name == "live-generate"]
+
+
+def test_a_long_generation_does_not_block_another_session(app):
+    url, root = app
+    a, b = Client(url, verbose=False), Client(url, verbose=False)
+    start(a, root, path=str(root / "slow"), max_new_tokens=1024)  # greedy: runs until stopped
+    long_job = a.submit(api_name="/live_play")
+    deadline = time.monotonic() + 60
+    while not any("generating" in str(o[1]) for o in long_job.outputs()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start(b, root, mode="agent")
+    answered = b.predict("Which date works?", api_name="/live_ask")  # served while a generates
+    assert "Which date works?" in str(answered[0])
+    assert not long_job.done(), "the other session's move waited for the long generation"
+    a.predict(api_name="/live_stop")
+    assert long_job.result(timeout=60)[1].startswith("stopped")
