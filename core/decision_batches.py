@@ -98,3 +98,18 @@ def body_hidden(body, batch: Batch) -> torch.Tensor:
     out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=position_ids,
                use_cache=False)
     return out.last_hidden_state
+
+
+def lookup_drill(options: Sequence[str], rng, passes: int) -> str:
+    """Text that follows a training answer: every option named, then its letter, in shuffled orders.
+
+    A language-model loss on it asks "which letter did this option have?" once per option and
+    pass: dense practice at the option-to-letter lookup a choice answer needs (format stage only;
+    the model is never shown this text at inference).
+    """
+    parts = []
+    for _ in range(passes):
+        order = list(range(len(options)))
+        rng.shuffle(order)
+        parts.append("".join(f" {options[i].strip()} {chr(65 + i)}" for i in order))
+    return "\nCheck:" + ";".join(parts) if parts else ""

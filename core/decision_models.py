@@ -45,7 +45,8 @@ class Availability:
     message: str
 
 
-def shipped_entries(shipped_dir: Path = SHIPPED_DIR) -> list[DecisionEntry]:
+def shipped_entries(shipped_dir: Path | None = None) -> list[DecisionEntry]:
+    shipped_dir = SHIPPED_DIR if shipped_dir is None else shipped_dir  # read at call time (tests swap it)
     return [DecisionEntry(name, "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
             for name, arm in SHIPPED]
 
@@ -68,7 +69,7 @@ def published_entries() -> list[DecisionEntry]:
             for e in registry.published_entries() if e.kind == "decision"]
 
 
-def entries(models_dir: str | Path | None = None, shipped_dir: Path = SHIPPED_DIR) -> list[DecisionEntry]:
+def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[DecisionEntry]:
     """Local exports first (when a models folder is given), then shipped, then published."""
     return local_entries(models_dir) + shipped_entries(shipped_dir) + published_entries()
 

@@ -7,7 +7,7 @@ expected gradient is half the gradient of minus Brier, a proper scoring rule), R
 r_j minus the leave-one-out baseline b_j = (sum_g r_g - r_j) / (G - 1). No KL, no entropy bonus;
 AdamW(0.9, 0.95, wd 0.1), cosine with 5% warmup to 0.1 x peak. Departure from the published recipe:
 our model is a tiny body trained from scratch, so the peak lr is 1e-3 (not 2e-5) and a step holds
-48 prompts (not 128, to fit the CPU budget); the published stop rule is kept (it never fired in our runs unless logged).
+32 prompts for 200 steps (not 128 for 500, to fit the CPU budget); the published stop rule is kept (it never fired in our runs unless logged).
 
     python -m train.decision_rl --reward rlcd --init runs/decision/warmup/model --out runs/decision/rlcd --seed 0
 """
@@ -40,12 +40,12 @@ class RLConfig:
     data: str = field(default="data/decision", metadata={"help": "dataset directory"})
     partition: str = field(default="rl", metadata={"help": "prompts to learn from (labels stay hidden)"})
     limit: int = field(default=0, metadata={"help": "use only the first N prompts (0 = all)"})
-    steps: int = field(default=300, metadata={"help": "optimiser steps"})
-    batch: int = field(default=48, metadata={"help": "prompts per step"})
+    steps: int = field(default=200, metadata={"help": "optimiser steps"})
+    batch: int = field(default=32, metadata={"help": "prompts per step"})
     samples: int = field(default=4, metadata={"help": "options sampled per prompt (G)"})
     lr: float = field(default=RL_LR, metadata={"help": "peak learning rate"})
     eval_every: int = field(default=50, metadata={"help": "steps between val evaluations"})
-    eval_limit: int = field(default=0, metadata={"help": "val rows per evaluation (0 = all)"})
+    eval_limit: int = field(default=600, metadata={"help": "val rows per evaluation (0 = all)"})
     checkpoint_every: int = field(default=100, metadata={"help": "steps between checkpoints"})
     seed: int = field(default=0, metadata={"help": "prompt order and sampling seed"})
     resume: bool = field(default=False, metadata={"help": "continue the run in --out"})

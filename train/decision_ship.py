@@ -10,12 +10,14 @@ meta.jsonl), and the arm's numbers from the evaluation JSON.
 
 import json
 import shutil
+import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.decision.export import load_decider
-from core.decision_data.store import read_manifest
-from train.decision_run import LOG, META, MODEL, parse_config
+from core.decision_data.store import read_manifest, read_partition
+from train.decision_run import LOG, META, MODEL, parse_config, set_threads
 
 COMMANDS = {
     "warmup": "python -m train.decision_warmup --init {runs}/base --out {runs}/warmup --data {data} --seed {seed}",
@@ -49,16 +51,38 @@ def run_times(run_dir: Path) -> dict:
             "config": json.loads(starts[0])["config"], "stopped": any("stopped" in r for r in logs)}
 
 
+def speed(directory: Path, state: str, rows: list) -> dict:
+    """Seconds to load (verified) and median milliseconds for one 3-question request (1 thread)."""
+    from core.decision import Choice, Noul, Score
+
+    t0 = time.perf_counter()
+    decider = load_decider(directory)
+    load_s = time.perf_counter() - t0
+    make = {"choice": lambda r: Choice(r.question, r.options), "score": lambda r: Score(r.question, r.options),
+            "noul": lambda r: Noul(r.question)}
+    questions = [make[r.kind](r) for r in rows]
+    decider.decide(state, questions)
+    runs = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        decider.decide(state, questions)
+        runs.append(1000 * (time.perf_counter() - t0))
+    return {"load_s": round(load_s, 3), "request_ms": round(statistics.median(runs), 1)}
+
+
 def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
     """The model card text."""
     manifest = read_manifest(Path(config.data))
     fmt = dict(runs=config.runs, data=config.data, seed=config.seed)
-    commands = "\n".join([c.format(**fmt) for c in PREAMBLE] + [COMMANDS[arm].format(**fmt)])
+    chain = [COMMANDS["warmup"]] + ([COMMANDS[arm]] if arm != "warmup" else [])
+    commands = "\n".join([c.format(**fmt) for c in PREAMBLE + chain])
     files = "\n".join(f"| {n} | {e.rows} | {e.contexts} | `{e.sha256[:16]}` |" for n, e in manifest.files.items())
     res = "\n".join(f"| {k} | {results[k]:.4f} |" for k in
                     ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p",
                      "probe_one_cue_max_p", "probe_escalate_confidence", "nota_recall", "nota_false_alarm", "aurc")
                     if isinstance(results.get(k), (int, float)))
+    fast = results.get("speed", {})
+    by_source = ", ".join(f"{k} {v['accuracy']:.3f} / {v['ece']:.3f}" for k, v in results.get("by_source", {}).items())
     stages = "\n".join(f"- {name}: {t['wall_s']} s wall, {t['starts']} start(s)" +
                        (", stopped by the stop rule" if t["stopped"] else "") for name, t in times.items())
     return f"""# decision-{arm}
@@ -87,17 +111,26 @@ with a known posterior, order records, access-policy decisions); see the README 
 
 {config.note}
 
+Size: {results.get("size_mb", "?")} MB on disk. Speed on the same shared CPU: verified load {fast.get("load_s", "?")} s,
+one 3-question request (a triage ticket) {fast.get("request_ms", "?")} ms (median of 7, one thread).
+
 ## Results on the test split ({results.get('rows', '?')} rows) and the probe
 
 | metric | value |
 |---|---|
 {res}
 
+Per source (accuracy / ECE): {by_source}.
+Limits: this from-scratch body reads states well enough for score and noul questions but answers
+choice questions (department, order status, requested system) at chance; see the README section
+"Decision models" for what was tried.
+
 Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
 """
 
 
 def main(config: ShipConfig) -> list[Path]:
+    set_threads()
     report = json.loads(Path(config.eval).read_text())
     shipped = []
     for arm in filter(None, config.arms.split(",")):
@@ -111,7 +144,10 @@ def main(config: ShipConfig) -> list[Path]:
         load_decider(dest)
         times = ({"format": run_times(run_dir / "format"), "warmup": run_times(run_dir / "warmup")}
                  if arm == "warmup" else {arm: run_times(run_dir)})
-        results = {**report["arms"][arm], "rows": report["test_rows"]}
+        test = read_partition(Path(config.data), "test")
+        size_mb = sum(f.stat().st_size for f in dest.iterdir() if f.is_file()) / 2**20
+        results = {**report["arms"][arm], "rows": report["test_rows"], "size_mb": round(size_mb, 2),
+                   "speed": speed(dest, test[0].state, test[:3])}
         (dest / "README.md").write_text(card(arm, config, times, results))
         shipped.append(dest)
     return shipped

@@ -17,8 +17,9 @@ from typing import Literal
 import torch
 from tqdm import tqdm
 
-from core.decision_batches import collate, tokenize_prompts, batch_logits
-from core.decision_train import cosine_lr_factor, nll_loss, should_stop
+from core.decision.readout import readout
+from core.decision_batches import batch_logits, body_hidden, collate, lookup_drill, tokenize_prompts
+from core.decision_train import cosine_lr_factor, lm_loss, nll_loss, should_stop
 from train.decision_run import (
     Run, evaluate, load_model, load_prompts, optimizer_for, parse_config, rng_state, set_rng_state, set_threads,
 )
@@ -34,17 +35,21 @@ class SupervisedConfig:
     data: str = field(default="data/decision", metadata={"help": "dataset directory"})
     partition: str = field(default="rl", metadata={"help": "rows to learn from"})
     limit: int = field(default=0, metadata={"help": "use only the first N rows (0 = all)"})
-    steps: int = field(default=300, metadata={"help": "optimiser steps"})
-    batch: int = field(default=48, metadata={"help": "prompts per step"})
+    steps: int = field(default=200, metadata={"help": "optimiser steps"})
+    batch: int = field(default=32, metadata={"help": "prompts per step"})
     lr: float = field(default=0.0, metadata={"help": "peak lr; 0 = the arm's default"})
     eval_every: int = field(default=50, metadata={"help": "steps between val evaluations"})
-    eval_limit: int = field(default=0, metadata={"help": "val rows per evaluation (0 = all)"})
+    eval_limit: int = field(default=600, metadata={"help": "val rows per evaluation (0 = all)"})
     checkpoint_every: int = field(default=100, metadata={"help": "steps between checkpoints"})
     seed: int = field(default=0, metadata={"help": "row order and init seed"})
     resume: bool = field(default=False, metadata={"help": "continue the run in --out"})
     progress: bool = field(default=True, metadata={"help": "show a tqdm bar"})
+    lm_weight: float = field(default=0.0, metadata={"help": "format stage only: weight of a tied-embedding LM loss"})
+    drills: int = field(default=0, metadata={"help": "format stage only: lookup-drill passes after each answer"})
 
     def __post_init__(self):
+        if self.lm_weight < 0 or self.drills < 0:
+            raise ValueError("lm_weight and drills must be >= 0")
         if self.steps < 1 or self.batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
             raise ValueError("steps, batch, eval_every and checkpoint_every must be >= 1")
         if self.lr < 0:
@@ -60,6 +65,22 @@ RL_LR = 1e-3
 """Peak lr of the RL arms (and the oracle); ours is a tiny from-scratch model, not a 0.6B base."""
 WARMUP_LR = 5e-4
 """Peak lr of the published-size warmup stage, kept by supervised continuation."""
+
+
+def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Random) -> torch.Tensor:
+    """Letter NLL at each prompt's last token, plus (format stage) the LM loss on prompt + answer + drill."""
+    n_options = [len(p.options) for p in prompts]
+    y = torch.tensor(labels)
+    if config.lm_weight == 0:
+        return nll_loss(batch_logits(body, rows, collate(ids, n_options, tokenizer.pad_token_id)), y)
+    tails = [f" {chr(65 + lab)}" + lookup_drill(p.options, py, config.drills) for p, lab in zip(prompts, labels)]
+    tail_ids = tokenizer(tails, add_special_tokens=False)["input_ids"]
+    batch = collate([list(a) + list(b) for a, b in zip(ids, tail_ids)], n_options, tokenizer.pad_token_id)
+    hidden = body_hidden(body, batch)
+    last = torch.tensor([len(a) - 1 for a in ids])
+    letters = readout(hidden[torch.arange(len(ids)), last], rows, batch.n_options)
+    return nll_loss(letters, y) + config.lm_weight * lm_loss(hidden, body.embed_tokens.weight,
+                                                             batch.input_ids, batch.attention_mask)
 
 
 def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
@@ -96,10 +117,10 @@ def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> di
         if step == config.steps:
             break
         idx = py.sample(range(len(ids)), min(config.batch, len(ids)))
-        batch = collate([ids[i] for i in idx], [len(prompts[i].options) for i in idx], pad)
         for g in opt.param_groups:
             g["lr"] = lr * cosine_lr_factor(step, config.steps)
-        loss = nll_loss(batch_logits(body, rows, batch), torch.tensor([labels[i] for i in idx]))
+        loss = sft_loss(config, body, rows, tokenizer, [ids[i] for i in idx], [prompts[i] for i in idx],
+                        [labels[i] for i in idx], py)
         opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
         if (step + 1) % config.checkpoint_every == 0:
             run.save_checkpoint({"body": body.state_dict(), "rows": rows.detach(), "opt": opt.state_dict(),

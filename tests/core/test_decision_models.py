@@ -29,12 +29,13 @@ def test_check_export_says_what_is_missing(models_dir):
     assert "no folder" in dm.check_export(models_dir / "absent").message
 
 
-def test_cache_loads_each_folder_once_and_pick_names_fields(models_dir):
+def test_cache_loads_each_folder_once_and_pick_names_fields(models_dir, monkeypatch, tmp_path):
     cache = dm.DeciderCache()
     entry = dm.entries(models_dir)[0]
     assert cache.get(entry) is cache.get(entry)
     deciders, errors = dm.pick(cache, models_dir, {"model": "tiny-a", "model_b": "nope", "other": ""})
     assert list(deciders) == ["tiny-a"] and list(errors) == ["model_b"] and "unknown model" in errors["model_b"]
+    monkeypatch.setattr(dm, "SHIPPED_DIR", tmp_path / "checkpoints")  # a checkout without trained models
     _, errors = dm.pick(cache, models_dir, {"model": "decision-rlvr"})
     assert "not trained yet" in errors["model"]
 

@@ -27,7 +27,15 @@ def _errors(out) -> dict[int, str]:
     return {i: u["value"] for i, u in enumerate(out[:N_ERRORS]) if u["visible"]}
 
 
-def test_model_choices_list_local_and_shipped(models_dir):
+@pytest.fixture
+def untrained(monkeypatch, tmp_path):
+    """A checkout where the shipped decision models were not trained (an empty checkpoints folder)."""
+    from core import decision_models
+
+    monkeypatch.setattr(decision_models, "SHIPPED_DIR", tmp_path / "checkpoints")
+
+
+def test_model_choices_list_local_and_shipped(models_dir, untrained):
     a, b, note = h.model_choices(models_dir)
     keys = [k for _, k in a["choices"]]
     assert keys[:2] == ["tiny-a", "tiny-b"] and "decision-rlcd" in keys
@@ -69,7 +77,7 @@ TWENTY_SEVEN = "\n".join(f"option {i}" for i in range(27))
     ("ok state", [("choice", "Which?", "a\nb")], "", 1, "pick a decision model"),             # none picked
     ("ok state", [("noul", "Page now", "")], "tiny-a", 4, "phrased as a question"),            # noul needs '?'
 ])
-def test_bad_input_is_named_next_to_its_field(models_dir, state, rows, model, where, message):
+def test_bad_input_is_named_next_to_its_field(models_dir, untrained, state, rows, model, where, message):
     out = h.ask(models_dir, model, "", state, len(rows), *_fields(rows))
     errors = _errors(out)
     assert where in errors and message in errors[where], errors
@@ -157,7 +165,7 @@ def test_bad_upload_is_named_next_to_the_upload(models_dir, tmp_path, text, mess
     assert not h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(good), False)[0]["visible"]
 
 
-def test_calibrate_refuses_an_unavailable_model(models_dir, tmp_path):
+def test_calibrate_refuses_an_unavailable_model(models_dir, untrained, tmp_path):
     path = tmp_path / "set.jsonl"
     path.write_text(UPLOAD)
     out = h.calibrate(models_dir, "decision-oracle", "", "uploaded file", 100, str(path), False)

@@ -78,6 +78,14 @@ def test_supervised_arm_trains(base, warm, arm):
     assert meta["config"]["arm"] == arm and meta["config"]["steps"] == 3  # every argument recorded
 
 
+def test_format_stage_with_lm_loss_and_drills_trains(base, warm):
+    root, data, _ = base
+    cfg = decision_supervised.SupervisedConfig(arm="continuation", init=warm, out=str(root / "drill"), data=data,
+                                               partition="format", steps=2, batch=4, lm_weight=1.0, drills=2, **FAST)
+    decision_supervised.main(cfg)
+    assert not torch.equal(_weights(warm), _weights(root / "drill" / "model"))
+
+
 def test_run_directory_is_never_overwritten(base, warm):
     root, data, _ = base
     cfg = decision_supervised.SupervisedConfig(init=warm, out=str(root / "once"), data=data, steps=1, batch=4, **FAST)

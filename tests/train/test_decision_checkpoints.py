@@ -1,0 +1,43 @@
+"""The shipped decision models: present, verified on load, small, documented, and answering."""
+
+from pathlib import Path
+
+import pytest
+
+from core.decision import Choice, Noul, Score
+from core.decision.export import load_decider
+
+ROOT = Path(__file__).resolve().parents[2]
+ARMS = ("warmup", "rlcd", "rlvr", "oracle")
+
+
+def _dir(arm: str) -> Path:
+    return ROOT / "checkpoints" / f"decision-{arm}"
+
+
+def test_all_shipped_decision_models_fit_in_40_mb():
+    total = sum(f.stat().st_size for arm in ARMS for f in _dir(arm).rglob("*") if f.is_file())
+    assert 0 < total < 40 * 2**20
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_shipped_model_loads_verified_and_answers(arm):
+    decider = load_decider(_dir(arm))  # hashes, tensors, letter ids, no output head
+    state = ("Ticket 42\nCustomer tier: FREE\nMessage: I was charged twice; the servers are unreachable.\n"
+             "Note: production is completely down.")
+    answers = decider.decide(state, [
+        Choice("Which department should handle this ticket?", ["BILLING", "SECURITY", "INFRASTRUCTURE", "PRODUCT_SUPPORT"]),
+        Score("What priority does this ticket have?", ["P3_LOW", "P2_NORMAL", "P1_HIGH", "P0_CRITICAL"]),
+        Noul("Should an on-call engineer be paged immediately?"),
+    ])
+    for ans in answers:
+        assert abs(sum(ans.probs.values()) - 1.0) < 1e-5
+    # the note cue fixes the priority; every arm learned to read it
+    assert answers[1].value == "P0_CRITICAL"
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_shipped_model_has_a_card(arm):
+    card = (_dir(arm) / "README.md").read_text()
+    for section in ("## Data", "## Exact commands", "## Wall time", "## Results"):
+        assert section in card
