@@ -4,7 +4,7 @@ Writes ``format/warmup/rl/val/test/probe.jsonl`` (one DecisionRow per line) and 
 with the seed, the requested sizes, and each file's row/context counts and sha256. Deterministic:
 the same seed and sizes give byte-identical files.
 
-    python -m train.decision_data --out data/decision --seed 0
+    python -m train.decision_data --out runs/data/decision --seed 0
 """
 
 import argparse
@@ -19,7 +19,7 @@ from core.decision_data.store import Manifest, write_manifest, write_rows
 class DataConfig:
     """What to build and where."""
 
-    out: Path = field(default=Path("data/decision"), metadata={"help": "output directory"})
+    out: Path = field(default=Path("runs/data/decision"), metadata={"help": "output directory"})
     seed: int = field(default=0, metadata={"help": "generator seed"})
     contexts: dict = field(default_factory=lambda: dict(DataSpec().contexts),
                            metadata={"help": "contexts per partition (three rows each)"})

@@ -32,7 +32,7 @@ class EvalConfig:
 
     checkpoints: str = field(default="checkpoints", metadata={"help": "folder holding decision-<arm>/"})
     arms: str = field(default=",".join(ARMS), metadata={"help": "comma list of arm names, or name=dir pairs"})
-    data: str = field(default="data/decision", metadata={"help": "dataset directory (test.jsonl, probe.jsonl)"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset directory (test.jsonl, probe.jsonl)"})
     limit: int = field(default=0, metadata={"help": "first N test rows only (0 = all)"})
     json: str = field(default="", metadata={"help": "write the report here (JSON)"})
     plots: str = field(default="", metadata={"help": "write reliability and probe PNGs into this folder"})

@@ -37,7 +37,7 @@ class RLConfig:
     reward: Literal["rlcd", "rlvr"] = field(default="rlcd", metadata={"help": "rlcd: r = c - p_a; rlvr: r = c"})
     init: str = field(default="runs/decision/warmup/model", metadata={"help": "export to start from"})
     out: str = field(default="runs/decision/rlcd", metadata={"help": "new run directory"})
-    data: str = field(default="data/decision", metadata={"help": "dataset directory"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset directory"})
     partition: str = field(default="rl", metadata={"help": "prompts to learn from (labels stay hidden)"})
     limit: int = field(default=0, metadata={"help": "use only the first N prompts (0 = all)"})
     steps: int = field(default=200, metadata={"help": "optimiser steps"})

@@ -34,7 +34,7 @@ PREAMBLE = [
 @dataclass(frozen=True)
 class ShipConfig:
     runs: str = field(default="runs/decision", metadata={"help": "folder of finished runs"})
-    data: str = field(default="data/decision", metadata={"help": "dataset the runs used"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset the runs used"})
     eval: str = field(default="results/decision_eval.json", metadata={"help": "decision_eval JSON of the runs"})
     out: str = field(default="checkpoints", metadata={"help": "where decision-<arm>/ go"})
     arms: str = field(default="warmup,rlcd,rlvr,oracle", metadata={"help": "comma list of arms"})

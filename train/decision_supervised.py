@@ -32,7 +32,7 @@ class SupervisedConfig:
     arm: Literal["oracle", "continuation"] = field(default="oracle", metadata={"help": "which supervised arm"})
     init: str = field(default="runs/decision/warmup/model", metadata={"help": "export to start from"})
     out: str = field(default="runs/decision/oracle", metadata={"help": "new run directory"})
-    data: str = field(default="data/decision", metadata={"help": "dataset directory"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset directory"})
     partition: str = field(default="rl", metadata={"help": "rows to learn from"})
     limit: int = field(default=0, metadata={"help": "use only the first N rows (0 = all)"})
     steps: int = field(default=200, metadata={"help": "optimiser steps"})

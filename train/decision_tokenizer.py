@@ -6,7 +6,7 @@ are asserted to be single tokens. The body is a small randomly initialised Qwen3
 explicitly); the 26 letter rows start small and random. Both are written as an rlcd-decision-only-v1
 export (HF config and tokenizer files inside), so every later stage loads it with verification.
 
-    python -m train.decision_tokenizer --data data/decision --out runs/decision/base --seed 0
+    python -m train.decision_tokenizer --data runs/data/decision --out runs/decision/base --seed 0
 """
 
 from dataclasses import dataclass, field
@@ -24,7 +24,7 @@ from train.decision_run import parse_config
 class BaseConfig:
     """Tokenizer corpus and body shape."""
 
-    data: str = field(default="data/decision", metadata={"help": "dataset directory"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset directory"})
     out: str = field(default="runs/decision/base", metadata={"help": "export directory (must not exist)"})
     corpus_rows: int = field(default=12000, metadata={"help": "format rows rendered for the BPE corpus"})
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary target"})

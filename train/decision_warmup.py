@@ -24,7 +24,7 @@ class WarmupConfig:
 
     init: str = field(default="runs/decision/base", metadata={"help": "random-init export (decision_tokenizer)"})
     out: str = field(default="runs/decision/warmup", metadata={"help": "new run directory"})
-    data: str = field(default="data/decision", metadata={"help": "dataset directory"})
+    data: str = field(default="runs/data/decision", metadata={"help": "dataset directory"})
     format_steps: int = field(default=1500, metadata={"help": "steps of the from-scratch format stage"})
     warmup_steps: int = field(default=100, metadata={"help": "steps of the published warmup stage"})
     batch: int = field(default=24, metadata={"help": "rows per step of the format stage"})

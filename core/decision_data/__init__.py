@@ -2,7 +2,7 @@
 
 ``build_dataset`` draws context-grouped partitions; ``probe_rows`` draws the calibration probe;
 ``store`` reads and writes them with a hashed manifest. Build on disk with
-``python -m train.decision_data --out data/decision --seed 0``.
+``python -m train.decision_data --out runs/data/decision --seed 0``.
 """
 
 from core.decision_data.dataset import PARTITIONS, DataSpec, build_dataset, build_partition, probe_rows
