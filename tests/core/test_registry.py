@@ -4,6 +4,7 @@ import json
 import shutil
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,9 +99,10 @@ def test_incomplete_cache_copy_says_so(tiny_dir, tmp_path):
 
 
 def test_shipped_entry_missing_says_how_to_make_it(tmp_path):
-    entry = registry.shipped_entries(tmp_path)[0]
-    found = check(entry)
-    assert not found.ok and "train it first" in found.message
+    entries = {Path(e.location).name: e for e in registry.shipped_entries(tmp_path)}
+    found = check(entries["clarify-warmup"])
+    assert not found.ok and "train it first (python -m train.clarify_sft" in found.message
+    assert "train.clarify_grpo" in check(entries["clarify-grpo"]).message
 
 
 def test_remote_code_and_decision_entries_are_refused():
