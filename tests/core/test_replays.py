@@ -271,7 +271,7 @@ SHIPPED = Path(__file__).parents[2] / "replays"
 def test_shipped_runs_are_complete_and_strictly_valid():
     runs = {r.name: r for r in discover_runs(SHIPPED)}
     expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in SHIPPED_POLICIES}
-    assert set(runs) == expected
+    assert expected <= set(runs)  # plus the shipped model policies' runs (clarify-warmup, clarify-grpo)
     for name, info in runs.items():
         episodes = read_episodes(SHIPPED / name / "episodes.jsonl").episodes  # strict
         assert info.n == len(episodes) and info.command.startswith("python -m core.eval ")
