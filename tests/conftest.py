@@ -1,9 +1,12 @@
-"""Shared fixtures: where the published reference facts live (skip cleanly when absent)."""
+"""Shared fixtures: where the published reference facts live (skip cleanly when absent), and a
+headless Chromium for the browser tests."""
 
 import os
 from pathlib import Path
 
 import pytest
+
+from tests.app_harness import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,3 +24,10 @@ def reference_dir() -> Path:
     if ref is None:
         pytest.skip("../shared/reference is not present on this machine")
     return ref
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian Chromium through Playwright, one per test module; skips when it is not installed."""
+    with chromium() as b:
+        yield b

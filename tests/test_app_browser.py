@@ -4,46 +4,23 @@ Opens the Replays tab, picks a run and an episode, checks the transcript and the
 then follows a ``?run=&episode=`` link. Screenshots land in the test's tmp_path.
 """
 
-import shutil
-import socket
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
+from tests.app_harness import launched
+
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
 FIXTURE = Path(__file__).parent / "fixtures" / "replay_runs"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def app_url():
     import app
 
-    blocks = app.build(FIXTURE)
-    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1",
-                              server_port=free_port(), quiet=True)
-    yield url.rstrip("/")
-    blocks.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip("Debian chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    with launched(app.build(FIXTURE)) as url:
+        yield url.rstrip("/")
 
 
 def _open(browser, url):

@@ -1,19 +1,14 @@
 """The launched app through gradio_client: the Replays endpoints answer under stable api_names."""
 
-import socket
 from pathlib import Path
 
 import pytest
 
+from tests.app_harness import free_port, launched
+
 FIXTURE = Path(__file__).parent / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
 FILTERS = dict(families=[], difficulties=[], score_min=0, score_max=1, gate="any", terminations=[], text="")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +17,8 @@ def client():
 
     import app
 
-    blocks = app.build(FIXTURE)
-    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1",
-                              server_port=free_port(), quiet=True)
-    yield Client(url, verbose=False)
-    blocks.close()
+    with launched(app.build(FIXTURE)) as url:
+        yield Client(url, verbose=False)
 
 
 def test_named_endpoints(client):

@@ -4,25 +4,13 @@ Fills a state, adds a second question, asks, sees the bar chart and the answers 
 the calibration view. Screenshots land in the test's tmp_path.
 """
 
-import shutil
-import socket
-from pathlib import Path
-
 import pytest
 import torch
 
+from tests.app_harness import launched
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -30,21 +18,8 @@ def app_url(tmp_path_factory):
     torch.set_num_threads(1)
     import app
 
-    blocks = app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))
-    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    yield url.rstrip("/")
-    blocks.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip("Debian chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    with launched(app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))) as url:
+        yield url.rstrip("/")
 
 
 def _open(browser, url):

@@ -1,10 +1,9 @@
 """gradio_client against the launched app: the typed-criteria /score endpoint and the UI's /ask."""
 
-import socket
-
 import pytest
 import torch
 
+from tests.app_harness import launched
 from tests.fixtures.tiny_decision import export_models
 
 QUESTIONS = {
@@ -16,22 +15,14 @@ QUESTIONS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     torch.set_num_threads(1)
     import app
     from gradio_client import Client
 
-    blocks = app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))
-    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    yield Client(url, verbose=False)
-    blocks.close()
+    with launched(app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))) as url:
+        yield Client(url, verbose=False)
 
 
 def test_three_question_request_sums_to_one(client):

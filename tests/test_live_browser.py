@@ -3,26 +3,16 @@ ends with its breakdown, Stop halts a long generation on the server, and a perso
 "You are the agent" episode. Screenshots go to the test's temporary directory."""
 
 import os
-import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 import app as app_module
+from tests.app_harness import chromium, launched
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -31,20 +21,15 @@ def app(tmp_path_factory):
     build_tiny_chat(root / "models" / "tiny")
     build_tiny_chat(root / "slow", hidden=384, layers=6)  # ~10x slower per token: Stop lands mid-turn
     demo = app_module.build(root / "replays", models_dir=root / "models")  # the real app, every tab
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, root
-    demo.close()
+    with launched(demo) as url:
+        yield url, root
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    """Overrides conftest's: this module skips only when /usr/bin/chromium itself is absent."""
+    with chromium(accept_on_path=False) as b:
         yield b
-        b.close()
 
 
 def open_page(browser, url):

@@ -2,7 +2,6 @@
 receives the final score; two clients play at once without seeing each other's state."""
 
 import re
-import socket
 import threading
 import time
 
@@ -12,16 +11,11 @@ from gradio_client import Client
 
 from core.episode_log import read_episodes
 from demo import live
+from tests.app_harness import launched
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 SETTINGS = dict(source="generated", family="event_planning", difficulty="easy", seed=3, heldout=0, rubric="v1",
                 temperature=0.0, max_new_tokens=160, sample_seed=0, int8=False)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +27,8 @@ def app(tmp_path_factory):
         with gr.Tab("Live play"):
             live.build(demo, root / "replays", root / "models")
     demo.queue()
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                            quiet=True)
-    yield url, root
-    demo.close()
+    with launched(demo) as url:
+        yield url, root
 
 
 def start(client, root, mode="watch", path="", **kw):
