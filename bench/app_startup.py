@@ -4,7 +4,7 @@ Starts the app as a fresh process (as a visitor or a Space would), polls ``/`` u
 200, then stops it; repeats. Then runs ``python -X importtime -c "import app"`` once and reports
 the cumulative import time of gradio and of each tab module.
 
-    python bench/app_startup.py [--repeats N] [--json OUT]
+    python bench/app_startup.py [--quick] [--repeats N] [--json OUT]
 
 Goal: first page within 10 s on a fresh clone. The headline is the last line printed.
 """
@@ -63,8 +63,11 @@ def import_costs() -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one start only (the headline point)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.repeats = 1
     times = [first_page_seconds() for _ in range(args.repeats)]
     costs = import_costs()
     for name, seconds in sorted(costs.items(), key=lambda kv: -kv[1]):
