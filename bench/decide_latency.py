@@ -27,6 +27,8 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs as a script or with -m
+
 from core.decision import Choice, Decider
 from core.decision.cost import CostModel, Shape, fit
 from core.decision.decider import Limits

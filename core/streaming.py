@@ -57,6 +57,8 @@ class TokenQueue:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.flags = flags
         self.prompt_seen = False
+        self.finished = threading.Event()
+        """Set once generation has ended; the consumer sleeps on it between display updates."""
 
     def put(self, value):
         if not self.prompt_seen:  # generate() pushes the prompt first
@@ -68,6 +70,7 @@ class TokenQueue:
 
     def end(self):
         self.queue.put(None)
+        self.finished.set()
 
 
 def turn_text(tokenizer: Any, ids: list[int]) -> str:
@@ -104,15 +107,31 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
     last = float("-inf")
     try:
         while (chunk := streamer.queue.get()) is not None:
-            ids.extend(chunk)
+            done = _drain(streamer.queue, ids, chunk)
             if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
                 ids = ids[:ids.index(policy.eos_id) + 1]
+            if done:
+                break
             if time.monotonic() - last >= min_interval:
                 last = time.monotonic()
                 yield turn_text(policy.tokenizer, ids), list(ids)
+                # Sleep until the next display update instead of waking once per token: on a
+                # fast model those wake-ups cost ~15% of the generation's time.
+                streamer.finished.wait(max(0.0, min_interval - (time.monotonic() - last)))
         yield turn_text(policy.tokenizer, ids), ids
     finally:
         closed.set()  # the consumer is gone or done: no token after this one
         worker.join()
     if failure:
         raise RuntimeError(f"generation failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
+
+
+def _drain(tokens: queue.SimpleQueue, ids: list[int], chunk: list[int]) -> bool:
+    """Add ``chunk`` and every chunk already queued to ``ids``; True once the end marker came."""
+    while chunk is not None:
+        ids.extend(chunk)
+        try:
+            chunk = tokens.get_nowait()
+        except queue.Empty:
+            return False
+    return True
