@@ -4,6 +4,7 @@ The client and browser tests all need the same two things; keeping them here mea
 how the app is served or how Chromium is started is made once.
 """
 
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -37,7 +38,8 @@ def launched(blocks) -> Iterator[str]:
 
 @contextmanager
 def chromium(accept_on_path: bool = True) -> Iterator[object]:
-    """Start Debian Chromium through Playwright; skip when it (or Playwright) is not installed.
+    """Start Debian Chromium through Playwright; skip when it (or Playwright) is not installed,
+    except on CI (``CI`` set), where the browser tests must run and a missing browser fails.
 
     Args:
         accept_on_path: also count a ``chromium`` on PATH as installed (otherwise only
@@ -45,13 +47,22 @@ def chromium(accept_on_path: bool = True) -> Iterator[object]:
     """
     if not Path(CHROMIUM).exists():
         if not accept_on_path:
-            pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+            _missing("Debian chromium is not installed at /usr/bin/chromium")
         if not shutil.which("chromium"):
-            pytest.skip("Debian chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+            _missing("Debian chromium is not installed (apt-get install -y chromium)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _missing("playwright is not installed (requirements-dev.txt)")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+
+
+def _missing(why: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{why}; CI must run the browser tests (.ci/run installs chromium)")
+    pytest.skip(why)
