@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from core import registry
+from core.registry import Availability
+
 CARD_FILE = "decision.json"
 """The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
 
@@ -36,15 +39,6 @@ class DecisionEntry:
     """Needs custom modeling code; the app never runs it."""
 
 
-@dataclass(frozen=True)
-class Availability:
-    """Whether an entry loads here, from which folder, and otherwise why not and how to fix it."""
-
-    ok: bool
-    path: Path | None
-    message: str
-
-
 def shipped_entries(shipped_dir: Path | None = None) -> list[DecisionEntry]:
     shipped_dir = SHIPPED_DIR if shipped_dir is None else shipped_dir  # read at call time (tests swap it)
     return [DecisionEntry(name, "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
@@ -61,10 +55,6 @@ def local_entries(models_dir: str | Path | None) -> list[DecisionEntry]:
 
 def published_entries() -> list[DecisionEntry]:
     """The published decision models by hub id, as ``core.registry`` lists them."""
-    try:
-        from core import registry
-    except ImportError:  # the registry lands separately; without it there is nothing published to list
-        return []
     return [DecisionEntry(e.key, "hub", e.location, note=e.note, remote_code=e.remote_code)
             for e in registry.published_entries() if e.kind == "decision"]
 
@@ -94,8 +84,6 @@ def check(entry: DecisionEntry) -> Availability:
             return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
                                 "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
         return found
-    from core import registry
-
     snapshot = registry.cached_snapshot(entry.location)
     if snapshot is None:
         return Availability(False, None, registry.how_to_get(entry.location))
