@@ -8,7 +8,7 @@ system's required level and the requester is not a suspended account). Determini
 import random
 
 from core.decision_data.nota import choice_options, injection_tags
-from core.decision_data.rows import NOUL_OPTIONS, DecisionRow, one_hot
+from core.decision_data.rows import NOUL_OPTIONS, DecisionRow, determined_row
 
 SYSTEMS = ["PAYROLL", "WIKI", "CODE_REPO", "HR_PORTAL", "ANALYTICS", "BACKUPS", "CRM"]
 LEVELS = ["LEVEL_1", "LEVEL_2", "LEVEL_3", "LEVEL_4"]
@@ -33,13 +33,8 @@ def access_rows(rng: random.Random, request_id: str) -> list[DecisionRow]:
     k = rng.randint(2, 6)
     opts = choice_options(system, rng.sample([s for s in SYSTEMS if s != system], k - 1), rng)
     return [
-        DecisionRow(context_id=cid, source="access", state=state, question=Q_SYSTEM,
-                    options=opts.options, kind="choice", label=opts.label,
-                    posterior=one_hot(opts.label, len(opts.options)), tags=injection_tags(opts.injection, "system")),
-        DecisionRow(context_id=cid, source="access", state=state, question=Q_CLEARANCE,
-                    options=list(LEVELS), kind="score", label=held,
-                    posterior=one_hot(held, 4), tags=["clearance"]),
-        DecisionRow(context_id=cid, source="access", state=state, question=Q_GRANT,
-                    options=list(NOUL_OPTIONS), kind="noul", label=0 if grant else 1,
-                    posterior=one_hot(0 if grant else 1, 2), tags=["grant"]),
+        determined_row(cid, "access", state, Q_SYSTEM, opts.options, "choice", opts.label,
+                       injection_tags(opts.injection, "system")),
+        determined_row(cid, "access", state, Q_CLEARANCE, list(LEVELS), "score", held, ["clearance"]),
+        determined_row(cid, "access", state, Q_GRANT, list(NOUL_OPTIONS), "noul", 0 if grant else 1, ["grant"]),
     ]

@@ -9,7 +9,7 @@ import json
 import random
 
 from core.decision_data.nota import choice_options, injection_tags
-from core.decision_data.rows import NOUL_OPTIONS, DecisionRow, one_hot
+from core.decision_data.rows import NOUL_OPTIONS, DecisionRow, determined_row
 
 STATUSES = ["PENDING", "SHIPPED", "DELIVERED", "CANCELLED", "RETURNED", "ON_HOLD"]
 CARRIERS = ["DHL", "UPS", "FEDEX", "USPS", "DPD"]
@@ -45,14 +45,9 @@ def order_rows(rng: random.Random, order_id: str) -> list[DecisionRow]:
     level = item_level(items)
     refund = status in ("CANCELLED", "RETURNED") and payment == "PAID"
     return [
-        DecisionRow(context_id=cid, source="orders", state=state, question=Q_STATUS,
-                    options=opts.options, kind="choice", label=opts.label,
-                    posterior=one_hot(opts.label, len(opts.options)), tags=injection_tags(opts.injection, "status")),
-        DecisionRow(context_id=cid, source="orders", state=state, question=Q_ITEMS,
-                    options=list(ITEM_LEVELS), kind="score", label=level,
-                    posterior=one_hot(level, 4), tags=["items"]),
-        DecisionRow(context_id=cid, source="orders", state=state, question=Q_REFUND,
-                    options=list(NOUL_OPTIONS), kind="noul", label=0 if refund else 1,
-                    posterior=one_hot(0 if refund else 1, 2), tags=["refund"]),
+        determined_row(cid, "orders", state, Q_STATUS, opts.options, "choice", opts.label,
+                       injection_tags(opts.injection, "status")),
+        determined_row(cid, "orders", state, Q_ITEMS, list(ITEM_LEVELS), "score", level, ["items"]),
+        determined_row(cid, "orders", state, Q_REFUND, list(NOUL_OPTIONS), "noul", 0 if refund else 1, ["refund"]),
     ]
 

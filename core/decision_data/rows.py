@@ -69,3 +69,10 @@ class DecisionRow(BaseModel):
 def one_hot(index: int, k: int) -> list[float]:
     """The posterior of a deterministic answer: 1.0 at ``index`` of ``k`` options."""
     return [1.0 if i == index else 0.0 for i in range(k)]
+
+
+def determined_row(context_id: str, source: str, state: str, question: str, options: list[str],
+                   kind: Kind, label: int, tags: list[str]) -> DecisionRow:
+    """A row whose answer the state fully determines, so its posterior is one-hot at ``label``."""
+    return DecisionRow(context_id=context_id, source=source, state=state, question=question,
+                       options=options, kind=kind, label=label, posterior=one_hot(label, len(options)), tags=tags)
