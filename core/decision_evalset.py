@@ -163,8 +163,4 @@ def load_items(source: str, contexts: int, upload: str | None = None, seed: int 
             return parse_upload(str(upload), fh.read())
     if source not in SOURCES:
         raise EvalSetError(f"unknown evaluation set {source!r}; pick one of {list(SOURCES)}")
-    try:
-        return split_items(contexts, seed) if source == SOURCES[0] else probe_items(contexts, seed)
-    except ImportError:  # the data generators (issue 5) are not on this checkout
-        raise EvalSetError(f"{source} needs the decision data generators (core.decision_data), "
-                           "which this checkout lacks; upload a labelled file instead") from None
+    return split_items(contexts, seed) if source == SOURCES[0] else probe_items(contexts, seed)
