@@ -3,7 +3,9 @@
 Both minimise the NLL of the labelled letter on the ``rl`` partition, the rows the bandit arms
 learn from. ``--arm oracle`` uses the RL arms' exact optimiser, peak lr, schedule, prompts per step
 and step count, so it is "the RL run, had it seen the labels"; ``--arm continuation`` keeps the
-warmup's own (higher) learning rate, i.e. simply more SFT. ``sft_loop`` is also the warmup's loop.
+warmup's own (higher) learning rate, i.e. simply more SFT. ``sft_loop`` is also the warmup's loop;
+its format-stage-only knobs (``--binding``, ``--binding_easy``, ``--option_aux``, ``--lm_weight``,
+``--drills``) stay 0 for these arms (see ``train.decision_warmup`` for why the format stage uses them).
 
     python -m train.decision_supervised --arm oracle --init runs/decision/warmup/model \
         --out runs/decision/oracle --seed 0

@@ -197,6 +197,11 @@ def test_eval_reports_every_arm_with_intervals_and_plots(base, warm, tmp_path):
         for key in ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p", "probe_escalate_confidence"):
             assert 0.0 <= got[key] <= 2.0, key
             assert got["intervals"][key]["lo"] <= got[key] <= got["intervals"][key]["hi"]
+        kinds = got["by_kind"]
+        assert set(kinds) == {"choice", "score", "noul"}
+        assert sum(k["rows"] for k in kinds.values()) == report["test_rows"]
+        weighted = sum(k["rows"] * k["accuracy"] for k in kinds.values()) / report["test_rows"]
+        assert weighted == pytest.approx(got["accuracy"])
     assert set(saved["paired"]) == {"rlcd-warmup"}
     assert saved["paired"]["rlcd-warmup"]["accuracy"]["n"] == report["test_rows"]
     assert (tmp_path / "plots" / "reliability.png").stat().st_size > 1000
