@@ -30,6 +30,12 @@ from train.decision_run import (
 )
 
 
+RL_LR = 3e-4
+"""Peak lr of the RL arms (and the oracle); ours is a tiny from-scratch model, not a 0.6B base."""
+RL_STEPS, RL_BATCH = 300, 64
+"""Steps and prompts per step of the RL arms, the oracle and supervised continuation."""
+
+
 @dataclass(frozen=True)
 class SupervisedConfig:
     """One supervised run (an arm, or a warmup stage)."""
@@ -40,8 +46,8 @@ class SupervisedConfig:
     data: str = field(default="runs/data/decision", metadata={"help": "dataset directory"})
     partition: str = field(default="rl", metadata={"help": "rows to learn from"})
     limit: int = field(default=0, metadata={"help": "use only the first N rows (0 = all)"})
-    steps: int = field(default=200, metadata={"help": "optimiser steps"})
-    batch: int = field(default=32, metadata={"help": "prompts per step"})
+    steps: int = field(default=RL_STEPS, metadata={"help": "optimiser steps"})
+    batch: int = field(default=RL_BATCH, metadata={"help": "prompts per step"})
     lr: float = field(default=0.0, metadata={"help": "peak lr; 0 = the arm's default"})
     eval_every: int = field(default=50, metadata={"help": "steps between val evaluations"})
     eval_limit: int = field(default=600, metadata={"help": "val rows per evaluation (0 = all)"})
@@ -74,8 +80,6 @@ class SupervisedConfig:
         return self.lr or {"oracle": RL_LR, "continuation": WARMUP_LR}[self.arm]
 
 
-RL_LR = 1e-3
-"""Peak lr of the RL arms (and the oracle); ours is a tiny from-scratch model, not a 0.6B base."""
 WARMUP_LR = 5e-4
 """Peak lr of the published-size warmup stage, kept by supervised continuation."""
 
