@@ -119,6 +119,8 @@ def test_load_chat_policy_round_trip(tmp_path, tokenizer, tiny_model):
     tokenizer.save_pretrained(tmp_path)
     policy = load_chat_policy(tmp_path, generation=Generation(temperature=0.7, max_new_tokens=8))
     assert policy.name == f"model:{tmp_path}"
+    via_name = make_policy(f"model:{tmp_path}", generation=Generation(temperature=0.3, max_new_tokens=8))
+    assert via_name.name == f"model:{tmp_path}" and via_name.generation.temperature == 0.3
     episodes = run_eval(make_policy(f"model:{tmp_path}"), [generate_scenario(9, "easy")], samples=2)
     assert all(e.termination != "running" for e in episodes)
 
