@@ -82,6 +82,20 @@ def test_random_tiny_model_plays_to_the_end_reproducibly(tokenizer, tiny_model):
     assert runs[0] == runs[1]
 
 
+def test_concurrent_seeded_samples_match_sequential_ones(tokenizer, tiny_model):
+    """Live sessions sample in threads; a seed must give the same tokens however they interleave."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=24))
+    dialog = policy.start(ClarifyEnv(generate_scenario(2, "medium"), "v2"))
+    seeds = list(range(8))
+    alone = [policy.sample([dialog], seed) for seed in seeds]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda seed: policy.sample([dialog], seed), seeds))
+    assert together == alone
+    assert len({str(x) for x in alone}) > 1  # the seeds do change the draw
+
+
 def test_play_batch_ends_every_episode(tokenizer, tiny_model):
     policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
     envs = [ClarifyEnv(generate_scenario(s, "easy"), "v2") for s in range(3)]
