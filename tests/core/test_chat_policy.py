@@ -96,6 +96,17 @@ def test_concurrent_seeded_samples_match_sequential_ones(tokenizer, tiny_model):
     assert len({str(x) for x in alone}) > 1  # the seeds do change the draw
 
 
+def test_eval_can_batch_a_scenarios_samples(tokenizer, tiny_model):
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
+    scenarios = [generate_scenario(s, "easy") for s in (1, 2)]
+    runs = [run_eval(policy, scenarios, samples=3, rubric="v2", seed=5, batch_samples=True) for _ in range(2)]
+    assert [e.id for e in runs[0]] == [f"{s.id}#{k}" for s in scenarios for k in range(3)]
+    assert all(e.termination != "running" and e.breakdown is not None for e in runs[0])
+    assert [e.turns for e in runs[0]] == [e.turns for e in runs[1]]  # seeded per scenario
+    scripted = run_eval("ask-required", scenarios, samples=2, batch_samples=True)  # no play_batch: one by one
+    assert [e.model_dump() for e in scripted] == [e.model_dump() for e in run_eval("ask-required", scenarios, samples=2)]
+
+
 def test_play_batch_ends_every_episode(tokenizer, tiny_model):
     policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
     envs = [ClarifyEnv(generate_scenario(s, "easy"), "v2") for s in range(3)]
