@@ -41,6 +41,7 @@ class SFTConfig:
     rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
     epochs: int = field(default=1, metadata={"help": "passes over the demonstrations"})
     plan_weight: float = field(default=1.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
+    copy_weight: float = field(default=1.0, metadata={"help": "loss weight of proposal tokens that copy a revealed value"})
     batch_size: int = field(default=16, metadata={"help": "sequences per optimiser step"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate (linear warmup, cosine decay)"})
     vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary size"})
@@ -145,15 +146,23 @@ def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]]) -> 
     return hit / total if total else 0.0
 
 
-def batches(rows: list[tuple[list[int], list[int]]], size: int, pad: int, rng: random.Random, plan_weight: float = 1.0):
+def token_weights(policy: ChatPolicy, episode: Episode, labels: list[int], cfg: SFTConfig) -> list[float]:
+    """Loss weights of one demo: proposal tokens ``plan_weight``, copied values ``copy_weight``."""
+    weights = proposal_weights(labels, cfg.plan_weight)
+    for i in copy_positions(policy, episode, labels):
+        weights[i] = cfg.copy_weight
+    return weights
+
+
+def batches(rows: list[tuple[list[int], list[int], list[float]]], size: int, pad: int, rng: random.Random):
     order = list(range(len(rows)))
     rng.shuffle(order)
     for i in range(0, len(order), size):
         chunk = [rows[j] for j in order[i:i + size]]
-        width = max(len(ids) for ids, _ in chunk)
+        width = max(len(r[0]) for r in chunk)
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in chunk])
         labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in chunk])
-        weights = torch.tensor([proposal_weights(r[1], plan_weight) + [0.0] * (width - len(r[1])) for r in chunk])
+        weights = torch.tensor([r[2] + [0.0] * (width - len(r[2])) for r in chunk])
         mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in chunk])
         yield ids, labels, weights, mask
 
@@ -167,7 +176,7 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=()
     log, step, start = [], 0, time.time()
     model.train()
     for epoch in range(cfg.epochs):
-        for ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng, cfg.plan_weight):
+        for ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng):
             loss = weighted_loss(model(input_ids=ids, attention_mask=mask).logits, labels, weights)
             opt.zero_grad()
             loss.backward()
@@ -201,7 +210,8 @@ def main(cfg: SFTConfig) -> None:
         model = build_model(cfg, len(tokenizer))
     policy = ChatPolicy(model, tokenizer, name="warmup")
     demos, held = demo_episodes(cfg, rng)
-    rows = [teacher_forced(policy, ep) for ep in demos]
+    rows = [(ids, labels, token_weights(policy, ep, labels, cfg))
+            for ep in demos for ids, labels in [teacher_forced(policy, ep)]]
     val_rows = [(*row, copy_positions(policy, ep, row[1])) for ep in held for row in [teacher_forced(policy, ep)]]
     print(f"{len(rows)} demos, {sum(len(r[0]) for r in rows)} tokens, "
           f"{sum(p.numel() for p in model.parameters())} parameters", flush=True)

@@ -9,7 +9,7 @@ from core.chat_policy import ChatPolicy
 from core.scenarios import generate_scenario
 from train.clarify_demos import DemoStyle, play_demo
 from train.clarify_sft import (SFTConfig, build_model, copy_accuracy, copy_positions, demo_episodes,
-                               proposal_weights, teacher_forced, weighted_loss)
+                               proposal_weights, teacher_forced, token_weights, weighted_loss)
 from tests.train.conftest import TINY
 
 M = -100
@@ -56,6 +56,17 @@ def test_copy_positions_are_the_revealed_values_in_the_plan(tiny_tokenizer):
     assert positions and min(positions) > max(i for i, w in enumerate(proposal_weights(labels, 1.0)) if w == 0)
     for field in episode.fields_revealed:
         assert str(episode.scenario.hidden_profile[field]) in copied
+
+
+def test_token_weights_single_out_the_copied_values(tiny_tokenizer):
+    policy = ChatPolicy(None, tiny_tokenizer)
+    episode = play_demo(generate_scenario(5, "hard"), "v2", DemoStyle(), random.Random(1))
+    _, labels = teacher_forced(policy, episode)
+    weights = token_weights(policy, episode, labels, SFTConfig(plan_weight=3.0, copy_weight=20.0))
+    copies = copy_positions(policy, episode, labels)
+    assert [i for i, w in enumerate(weights) if w == 20.0] == copies
+    plan = proposal_weights(labels, 3.0)
+    assert all(w == plan[i] for i, w in enumerate(weights) if i not in copies)
 
 
 class Oracle(torch.nn.Module):
