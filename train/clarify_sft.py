@@ -5,7 +5,10 @@ scripted demonstrations (train/clarify_demos.py) on training seeds, teacher-forc
 through the same ``ChatPolicy`` transcript code that evaluation and GRPO use, and minimises the
 cross-entropy of the demonstrator's tokens only (prompt, template and tool tokens are masked).
 Departure from textbook behaviour cloning: the demonstrator skips each question with a set
-probability, so the warmup asks too little on purpose and RL has room to improve it.
+probability, so the warmup asks too little on purpose and RL has room to improve it. The proposal
+turn weighs ``plan_weight`` in the loss: copying revealed values into the plan is the skill that
+emerges last, and its teacher-forced accuracy on held-back demos is logged (and the weights saved)
+every ``eval_every`` steps.
 
     nice -n 10 python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0
 """
@@ -35,12 +38,12 @@ class SFTConfig:
     out: str = field(default="checkpoints/clarify-warmup", metadata={"help": "output directory (HF layout)"})
     seed: int = field(default=0, metadata={"help": "seed for demos, tokenizer corpus, init and batches"})
     init_from: str = field(default="", metadata={"help": "continue from this checkpoint (its tokenizer and weights)"})
-    demos: int = field(default=4000, metadata={"help": "number of demonstration episodes"})
+    demos: int = field(default=24000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
     rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
     epochs: int = field(default=1, metadata={"help": "passes over the demonstrations"})
-    plan_weight: float = field(default=1.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
+    plan_weight: float = field(default=3.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
     copy_weight: float = field(default=1.0, metadata={"help": "loss weight of proposal tokens that copy a revealed value"})
     batch_size: int = field(default=16, metadata={"help": "sequences per optimiser step"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate (linear warmup, cosine decay)"})
