@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from core.decision.prompt import encode, render_prompt
+from core.decision.prompt import LETTERS, encode, render_prefix, render_prompt
 from core.decision.readout import option_logits
 
 
@@ -113,3 +113,26 @@ def lookup_drill(options: Sequence[str], rng, passes: int) -> str:
         rng.shuffle(order)
         parts.append("".join(f" {options[i].strip()} {chr(65 + i)}" for i in order))
     return "\nCheck:" + ";".join(parts) if parts else ""
+
+
+def option_ends(tokenizer, prompts: Sequence[Prompt]) -> list[list[int]]:
+    """Index of each option's last token in each prompt's token ids (``tokenize_prompts`` order).
+
+    The format stage reads the body's hidden state there for its per-option auxiliary losses
+    (``core.decision_train.option_letter_loss`` and ``option_flag_loss``).
+    """
+    texts = [render_prompt(p.state, p.question, list(p.options)) for p in prompts]
+    if not texts:
+        return []
+    offsets = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    out = []
+    for p, spans in zip(prompts, offsets):
+        ends = np.array([end for _, end in spans])
+        char = len(render_prefix(p.state)) + len(f"Question: {p.question.strip()}\nOptions:\n")
+        marks = []
+        for i, option in enumerate(p.options):
+            char += len(f"{LETTERS[i]}) {option.strip()}")
+            marks.append(int(np.flatnonzero(ends <= char)[-1]))
+            char += 1  # the newline after the option
+        out.append(marks)
+    return out

@@ -36,6 +36,8 @@ class ArmScores:
     probe_probs: list[list[float]]
     probe_tags: list[list[str]]
     probe_contexts: list[str]
+    kinds: Sequence[str] = ()
+    """Each test row's primitive (choice, score, noul), for per-kind slices."""
 
     @property
     def predictions(self) -> list[int]:
@@ -61,7 +63,7 @@ def score_rows(rows: Sequence[DecisionRow], probs: np.ndarray, probe: Sequence[D
         probs=cut(rows, probs), labels=[r.label for r in rows], contexts=[r.context_id for r in rows],
         sources=[r.source for r in rows], nota=[r.options.index(NOTA) if NOTA in r.options else None for r in rows],
         probe_probs=cut(probe, probe_probs), probe_tags=[list(r.tags) for r in probe],
-        probe_contexts=[r.context_id for r in probe],
+        probe_contexts=[r.context_id for r in probe], kinds=[r.kind for r in rows],
     )
 
 
@@ -78,12 +80,19 @@ def arm_report(s: ArmScores, resamples: int = 1000, seed: int = 0) -> dict:
     rates = cal.nota_rates(s.predictions, s.labels, s.nota)
     out.update(nota_recall=rates.recall, nota_false_alarm=rates.false_alarm,
                aurc=cal.selective_curve(s.probs, s.labels).aurc, intervals=intervals,
-               reliability=[asdict(b) for b in cal.reliability_bins(s.probs, s.labels)], by_source={})
-    for source in sorted(set(s.sources)):
-        idx = [i for i, x in enumerate(s.sources) if x == source]
+               reliability=[asdict(b) for b in cal.reliability_bins(s.probs, s.labels)],
+               by_source=slices(s, s.sources), by_kind=slices(s, s.kinds))
+    return out
+
+
+def slices(s: ArmScores, keys: Sequence[str]) -> dict:
+    """Headline metrics of the rows sharing each value of ``keys`` (one key per test row)."""
+    out = {}
+    for key in sorted(set(keys)):
+        idx = [i for i, x in enumerate(keys) if x == key]
         p, y = [s.probs[i] for i in idx], [s.labels[i] for i in idx]
-        out["by_source"][source] = {"rows": len(idx), "accuracy": cal.accuracy(p, y), "ece": cal.ece(p, y),
-                                    "brier": cal.brier(p, y), "mean_confidence": cal.mean_confidence(p)}
+        out[key] = {"rows": len(idx), "accuracy": cal.accuracy(p, y), "ece": cal.ece(p, y),
+                    "brier": cal.brier(p, y), "mean_confidence": cal.mean_confidence(p)}
     return out
 
 

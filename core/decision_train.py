@@ -13,6 +13,8 @@ from typing import Callable, Literal, Sequence
 
 import torch
 
+from core.decision.readout import readout
+
 Reward = Literal["rlcd", "rlvr"]
 
 
@@ -134,3 +136,49 @@ def lm_loss(hidden: torch.Tensor, embeddings: torch.Tensor, input_ids: torch.Ten
     target = input_ids[:, 1:].masked_fill(attention_mask[:, 1:] == 0, -100)
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
                                              ignore_index=-100)
+
+
+def option_letter_loss(hidden: torch.Tensor, rows: torch.Tensor, option_index: torch.Tensor,
+                       n_options: torch.Tensor) -> torch.Tensor:
+    """Mean NLL of each option's own letter, read from the hidden state at the option's last token.
+
+    Format stage only. A from-scratch body has to compose two steps to answer a choice question
+    (find the option the state supports, then read the letter printed before it); trained on the
+    final letter alone it sat at chance. Asking every option token for its own letter in readout
+    space (a one-step, positional skill) gives the second step its own dense signal.
+
+    Args:
+        hidden: [N, H] hidden states at N option-end tokens.
+        rows: the [26, H] letter rows.
+        option_index: [N] each option's 0-based position (its letter).
+        n_options: [N] its question's option count (letters beyond it are masked).
+    """
+    return torch.nn.functional.cross_entropy(readout(hidden, rows, n_options), option_index)
+
+
+def option_flag_loss(hidden: torch.Tensor, probe: torch.Tensor, is_answer: torch.Tensor) -> torch.Tensor:
+    """Mean binary NLL of "this option is the answer", a linear probe on each option-end hidden state.
+
+    The first step's own signal (see ``option_letter_loss``): each option learns whether the state
+    supports it. ``probe`` [H] is a training-only vector; it is never exported.
+    """
+    return torch.nn.functional.binary_cross_entropy_with_logits(hidden.float() @ probe.float(), is_answer.float())
+
+
+def option_aux_loss(hidden: torch.Tensor, rows: torch.Tensor, probe: torch.Tensor,
+                    marks: Sequence[Sequence[int]], labels: Sequence[int]) -> torch.Tensor:
+    """``option_letter_loss`` + ``option_flag_loss`` over every option of every row of a batch.
+
+    Args:
+        hidden: [B, T, H] final hidden states of the batch.
+        marks: per row, the token index of each option's last token (``option_ends``).
+        labels: per row, the answer's option index.
+    """
+    row = [b for b, m in enumerate(marks) for _ in m]
+    if not row:
+        raise ValueError("option_aux_loss needs at least one option")
+    h = hidden[torch.tensor(row), torch.tensor([p for m in marks for p in m])]
+    index = torch.tensor([i for m in marks for i in range(len(m))])
+    n_options = torch.tensor([len(marks[b]) for b in row])
+    is_answer = torch.tensor([float(i == labels[b]) for b, i in zip(row, index.tolist())])
+    return option_letter_loss(h, rows, index, n_options) + option_flag_loss(h, probe, is_answer)

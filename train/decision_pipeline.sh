@@ -21,13 +21,13 @@ stage() {  # stage NAME DONE_MARKER CMD...
   read -r user sys < "$RUNS/.cpu_$name"
   echo "{\"stage\": \"$name\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"cpu_s\": $(echo "$user + $sys" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
 }
-[ -e "$DATA/manifest.json" ] || $PY -m train.decision_data --out "$DATA" --seed "$SEED"
-[ -e "$RUNS/base/decision.json" ] || $PY -m train.decision_tokenizer --data "$DATA" --out "$RUNS/base" --seed "$SEED"
+stage data "$DATA/manifest.json" $PY -m train.decision_data --out "$DATA" --seed "$SEED"
+stage base "$RUNS/base/decision.json" $PY -m train.decision_tokenizer --data "$DATA" --out "$RUNS/base" --seed "$SEED"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_warmup --init "$RUNS/base" --out "$RUNS/warmup" --data "$DATA" --seed "$SEED"
 stage rlcd "$RUNS/rlcd/model" $PY -m train.decision_rl --reward rlcd --init "$RUNS/warmup/model" --out "$RUNS/rlcd" --data "$DATA" --seed "$SEED"
 stage rlvr "$RUNS/rlvr/model" $PY -m train.decision_rl --reward rlvr --init "$RUNS/warmup/model" --out "$RUNS/rlvr" --data "$DATA" --seed "$SEED"
 stage oracle "$RUNS/oracle/model" $PY -m train.decision_supervised --arm oracle --init "$RUNS/warmup/model" --out "$RUNS/oracle" --data "$DATA" --seed "$SEED"
 stage continuation "$RUNS/continuation/model" $PY -m train.decision_supervised --arm continuation --init "$RUNS/warmup/model" --out "$RUNS/continuation" --data "$DATA" --seed "$SEED"
-$PY -m train.decision_eval --checkpoints "$RUNS" \
+stage eval "$RUNS/eval.json" $PY -m train.decision_eval --checkpoints "$RUNS" \
   --arms "warmup=$RUNS/warmup/model,rlcd=$RUNS/rlcd/model,rlvr=$RUNS/rlvr/model,oracle=$RUNS/oracle/model,continuation=$RUNS/continuation/model" \
   --data "$DATA" --json "$RUNS/eval.json" --plots "$RUNS/plots"

@@ -83,6 +83,8 @@ def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
                     if isinstance(results.get(k), (int, float)))
     fast = results.get("speed", {})
     by_source = ", ".join(f"{k} {v['accuracy']:.3f} / {v['ece']:.3f}" for k, v in results.get("by_source", {}).items())
+    by_kind = ", ".join(f"{k} {v['accuracy']:.3f} / {v['ece']:.3f} ({v['rows']} rows)"
+                        for k, v in results.get("by_kind", {}).items())
     stages = "\n".join(f"- {name}: {t['wall_s']} s wall, {t['starts']} start(s)" +
                        (", stopped by the stop rule" if t["stopped"] else "") for name, t in times.items())
     return f"""# decision-{arm}
@@ -105,7 +107,7 @@ with a known posterior, order records, access-policy decisions); see the README 
 {commands}
 ```
 
-## Wall time (CPU, 2 cores shared with other jobs, `nice -n 10`, one torch thread)
+## Wall time (`nice -n 10`, one torch thread, from `train/decision_pipeline.sh`)
 
 {stages}
 
@@ -121,9 +123,10 @@ one 3-question request (a triage ticket) {fast.get("request_ms", "?")} ms (media
 {res}
 
 Per source (accuracy / ECE): {by_source}.
-Limits: this from-scratch body reads states well enough for score and noul questions but answers
-choice questions (department, order status, requested system) at chance; see the README section
-"Decision models" for what was tried.
+Per primitive (accuracy / ECE): {by_kind}.
+Choice questions need the option-to-letter binding that a from-scratch body does not find from
+the answer letter alone; the warmup's format stage teaches it with binding drills and per-option
+auxiliary losses (README, "Decision models").
 
 Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
 """

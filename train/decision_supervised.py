@@ -3,7 +3,9 @@
 Both minimise the NLL of the labelled letter on the ``rl`` partition, the rows the bandit arms
 learn from. ``--arm oracle`` uses the RL arms' exact optimiser, peak lr, schedule, prompts per step
 and step count, so it is "the RL run, had it seen the labels"; ``--arm continuation`` keeps the
-warmup's own (higher) learning rate, i.e. simply more SFT. ``sft_loop`` is also the warmup's loop.
+warmup's own (higher) learning rate, i.e. simply more SFT. ``sft_loop`` is also the warmup's loop;
+its format-stage-only knobs (``--binding``, ``--binding_easy``, ``--option_aux``, ``--lm_weight``,
+``--drills``) stay 0 for these arms (see ``train.decision_warmup`` for why the format stage uses them).
 
     python -m train.decision_supervised --arm oracle --init runs/decision/warmup/model \
         --out runs/decision/oracle --seed 0
@@ -18,8 +20,11 @@ import torch
 from tqdm import tqdm
 
 from core.decision.readout import readout
-from core.decision_batches import batch_logits, body_hidden, collate, lookup_drill, tokenize_prompts
-from core.decision_train import cosine_lr_factor, lm_loss, nll_loss, should_stop
+from core.decision_batches import (
+    batch_logits, body_hidden, collate, lookup_drill, option_ends, prompt_of, tokenize_prompts,
+)
+from core.decision_data.drills import drill_rows
+from core.decision_train import cosine_lr_factor, lm_loss, nll_loss, option_aux_loss, should_stop
 from train.decision_run import (
     Run, evaluate, load_model, load_prompts, optimizer_for, parse_config, rng_state, set_rng_state, set_threads,
 )
@@ -46,10 +51,18 @@ class SupervisedConfig:
     progress: bool = field(default=True, metadata={"help": "show a tqdm bar"})
     lm_weight: float = field(default=0.0, metadata={"help": "format stage only: weight of a tied-embedding LM loss"})
     drills: int = field(default=0, metadata={"help": "format stage only: lookup-drill passes after each answer"})
+    option_aux: float = field(default=0.0, metadata={
+        "help": "format stage only: weight of the per-option letter and is-answer losses (core.decision_train)"})
+    binding: float = field(default=0.0, metadata={
+        "help": "format stage only: share of each batch drawn from binding drills (core.decision_data.drills)"})
+    binding_easy: float = field(default=0.0, metadata={
+        "help": "format stage only: share of the steps (the first ones) whose drills are the easy rung"})
 
     def __post_init__(self):
-        if self.lm_weight < 0 or self.drills < 0:
-            raise ValueError("lm_weight and drills must be >= 0")
+        if self.lm_weight < 0 or self.drills < 0 or self.option_aux < 0:
+            raise ValueError("lm_weight, drills and option_aux must be >= 0")
+        if not 0.0 <= self.binding <= 1.0 or not 0.0 <= self.binding_easy <= 1.0:
+            raise ValueError(f"binding and binding_easy are shares in [0, 1]; got {self.binding}, {self.binding_easy}")
         if self.steps < 1 or self.batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
             raise ValueError("steps, batch, eval_every and checkpoint_every must be >= 1")
         if self.lr < 0:
@@ -67,20 +80,42 @@ WARMUP_LR = 5e-4
 """Peak lr of the published-size warmup stage, kept by supervised continuation."""
 
 
-def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Random) -> torch.Tensor:
-    """Letter NLL at each prompt's last token, plus (format stage) the LM loss on prompt + answer + drill."""
+def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Random,
+             marks=None, probe=None) -> torch.Tensor:
+    """Letter NLL at each prompt's last token, plus (format stage) the optional auxiliary losses.
+
+    ``config.lm_weight``: the LM loss on prompt + answer + lookup drill; ``config.option_aux``: the
+    per-option letter and is-answer losses at ``marks`` (``option_ends``), with the ``probe`` vector.
+    """
     n_options = [len(p.options) for p in prompts]
     y = torch.tensor(labels)
-    if config.lm_weight == 0:
+    if config.lm_weight == 0 and config.option_aux == 0:
         return nll_loss(batch_logits(body, rows, collate(ids, n_options, tokenizer.pad_token_id)), y)
-    tails = [f" {chr(65 + lab)}" + lookup_drill(p.options, py, config.drills) for p, lab in zip(prompts, labels)]
-    tail_ids = tokenizer(tails, add_special_tokens=False)["input_ids"]
-    batch = collate([list(a) + list(b) for a, b in zip(ids, tail_ids)], n_options, tokenizer.pad_token_id)
+    tails = [[] for _ in prompts]
+    if config.lm_weight:
+        texts = [f" {chr(65 + lab)}" + lookup_drill(p.options, py, config.drills) for p, lab in zip(prompts, labels)]
+        tails = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    batch = collate([list(a) + list(b) for a, b in zip(ids, tails)], n_options, tokenizer.pad_token_id)
     hidden = body_hidden(body, batch)
     last = torch.tensor([len(a) - 1 for a in ids])
-    letters = readout(hidden[torch.arange(len(ids)), last], rows, batch.n_options)
-    return nll_loss(letters, y) + config.lm_weight * lm_loss(hidden, body.embed_tokens.weight,
-                                                             batch.input_ids, batch.attention_mask)
+    loss = nll_loss(readout(hidden[torch.arange(len(ids)), last], rows, batch.n_options), y)
+    if config.lm_weight:
+        loss = loss + config.lm_weight * lm_loss(hidden, body.embed_tokens.weight, batch.input_ids,
+                                                 batch.attention_mask)
+    if config.option_aux:
+        loss = loss + config.option_aux * option_aux_loss(hidden, rows, probe, marks, labels)
+    return loss
+
+
+def binding_pool(config, tokenizer) -> tuple[int, list, list, list]:
+    """(drills per step, their token ids, prompts, labels): a fixed pool, step s uses slice s.
+
+    Drawn once from the seed, so a resumed run sees the same drills without extra RNG state.
+    """
+    per_step = round(config.batch * getattr(config, "binding", 0.0))
+    drills = drill_rows(config.seed, per_step * config.steps, getattr(config, "binding_easy", 0.0))
+    prompts = [prompt_of(r) for r in drills]
+    return per_step, tokenize_prompts(tokenizer, prompts), prompts, [r.label for r in drills]
 
 
 def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
@@ -90,14 +125,19 @@ def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> di
     val_rows, val_prompts = load_prompts(config.data, "val", config.eval_limit)
     ids = tokenize_prompts(tokenizer, prompts)
     labels = [r.label for r in labelled]
-    pad = tokenizer.pad_token_id
-    params = list(body.parameters()) + [rows]
+    per_drill, drill_ids, drill_prompts, drill_labels = binding_pool(config, tokenizer)
+    aux = getattr(config, "option_aux", 0.0) > 0
+    marks = option_ends(tokenizer, prompts) if aux else [None] * len(ids)
+    drill_marks = option_ends(tokenizer, drill_prompts) if aux else [None] * len(drill_ids)
+    probe = torch.nn.Parameter(torch.zeros(rows.shape[1]))  # training-only: never exported
+    params = list(body.parameters()) + [rows] + ([probe] if aux else [])
     opt = optimizer_for(params, lr)
     py, gen = random.Random(config.seed), torch.Generator().manual_seed(config.seed)
     start, history, step0, elapsed = 0, [], None, 0.0
     ckpt = run.load_checkpoint()
     if ckpt is not None:
         body.load_state_dict(ckpt["body"]); rows.data.copy_(ckpt["rows"]); opt.load_state_dict(ckpt["opt"])
+        probe.data.copy_(ckpt.get("probe", probe.detach()))
         set_rng_state(ckpt["rng"], py, gen)
         start, history, step0, elapsed = ckpt["step"], ckpt["history"], ckpt["step0"], ckpt["elapsed"]
     t0 = time.time() - elapsed
@@ -116,16 +156,19 @@ def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> di
                 break
         if step == config.steps:
             break
-        idx = py.sample(range(len(ids)), min(config.batch, len(ids)))
+        idx = py.sample(range(len(ids)), min(config.batch - per_drill, len(ids)))
+        drill = range(step * per_drill, (step + 1) * per_drill)
         for g in opt.param_groups:
             g["lr"] = lr * cosine_lr_factor(step, config.steps)
-        loss = sft_loss(config, body, rows, tokenizer, [ids[i] for i in idx], [prompts[i] for i in idx],
-                        [labels[i] for i in idx], py)
+        loss = sft_loss(config, body, rows, tokenizer, [ids[i] for i in idx] + [drill_ids[i] for i in drill],
+                        [prompts[i] for i in idx] + [drill_prompts[i] for i in drill],
+                        [labels[i] for i in idx] + [drill_labels[i] for i in drill], py,
+                        [marks[i] for i in idx] + [drill_marks[i] for i in drill], probe)
         opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
         if (step + 1) % config.checkpoint_every == 0:
             run.save_checkpoint({"body": body.state_dict(), "rows": rows.detach(), "opt": opt.state_dict(),
-                                 "rng": rng_state(py, gen), "step": step + 1, "history": history,
-                                 "step0": step0, "elapsed": time.time() - t0})
+                                 "probe": probe.detach(), "rng": rng_state(py, gen), "step": step + 1,
+                                 "history": history, "step0": step0, "elapsed": time.time() - t0})
     return {**(last or {}), "wall_s": time.time() - t0}
 
 

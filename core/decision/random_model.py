@@ -24,6 +24,12 @@ QWEN_SPLIT = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 """The Qwen2/Qwen3 pre-tokenizer pattern: newline runs are their own piece."""
+WORD_SPLIT = r" [A-Z](?![\p{L}\p{N}])|\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+"
+"""Words never carry a leading space (whitespace is its own piece), except the letters " A".." Z".
+
+Under QWEN_SPLIT a value reads " PENDING" after "A) " but "PENDING" after a quote, so an option
+and the same text in the state are different tokens; here they are always the same tokens.
+"""
 END = "<|endoftext|>"
 _WORDS = (
     "the a an is are was of to in for on with by from at as and or not this that it ticket order "
@@ -46,11 +52,15 @@ def default_corpus(lines: int = 400, seed: int = 0) -> list[str]:
     return out
 
 
-def letter_tokenizer(texts: Iterable[str] | None = None, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
-    """A byte-level BPE trained on ``texts`` (default: ``default_corpus()``) with " A".." Z" single tokens."""
+def letter_tokenizer(texts: Iterable[str] | None = None, vocab_size: int = 1024,
+                     split: str = QWEN_SPLIT) -> PreTrainedTokenizerFast:
+    """A byte-level BPE trained on ``texts`` (default: ``default_corpus()``) with " A".." Z" single tokens.
+
+    ``split`` is the pre-tokenizer regex (QWEN_SPLIT, or WORD_SPLIT for trained decision models).
+    """
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
+        pre_tokenizers.Split(Regex(split), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()

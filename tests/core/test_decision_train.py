@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from core.decision_train import (
-    brier, cosine_lr_factor, expected_reinforce_surrogate, leave_one_out_baseline, reinforce_loss,
+    brier, cosine_lr_factor, expected_reinforce_surrogate, leave_one_out_baseline, option_aux_loss,
+    option_flag_loss, option_letter_loss, reinforce_loss,
     rlcd_reward, rlvr_reward, sample_options, should_stop,
 )
 
@@ -155,3 +156,30 @@ STOP_CASES = [
 @pytest.mark.parametrize("step0, history, stop", STOP_CASES)
 def test_stop_rule(step0, history, stop):
     assert should_stop(step0, history) is stop
+
+
+def test_option_letter_loss_is_the_nll_of_each_option_letter():
+    rows = torch.eye(26, 4)  # letter i reads feature i (A..D), the others read nothing
+    hidden = torch.tensor([[5.0, 0, 0, 0], [0, 0, 5.0, 0]])
+    index, n = torch.tensor([0, 2]), torch.tensor([2, 3])
+    want = -(torch.log_softmax(torch.tensor([5.0, 0.0]), 0)[0] + torch.log_softmax(torch.tensor([0.0, 0, 5]), 0)[2]) / 2
+    assert option_letter_loss(hidden, rows, index, n).item() == pytest.approx(want.item(), abs=1e-6)
+
+
+def test_option_flag_loss_is_binary_nll_of_the_probe():
+    hidden = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    probe = torch.tensor([2.0, -1.0])
+    want = (math.log1p(math.exp(-2.0)) + math.log1p(math.exp(-2.0))) / 2  # logits 2 (answer), -2 (not)
+    assert option_flag_loss(hidden, probe, torch.tensor([1.0, 0.0])).item() == pytest.approx(want, abs=1e-6)
+
+
+def test_option_aux_loss_gathers_every_option_of_every_row():
+    g = torch.Generator().manual_seed(0)
+    hidden, rows, probe = torch.randn(2, 6, 4, generator=g), torch.randn(26, 4, generator=g), torch.randn(4, generator=g)
+    marks, labels = [[1, 3], [0, 2, 5]], [1, 0]
+    h = torch.stack([hidden[0, 1], hidden[0, 3], hidden[1, 0], hidden[1, 2], hidden[1, 5]])
+    want = (option_letter_loss(h, rows, torch.tensor([0, 1, 0, 1, 2]), torch.tensor([2, 2, 3, 3, 3]))
+            + option_flag_loss(h, probe, torch.tensor([0.0, 1, 1, 0, 0])))
+    assert option_aux_loss(hidden, rows, probe, marks, labels).item() == pytest.approx(want.item(), abs=1e-6)
+    with pytest.raises(ValueError, match="at least one option"):
+        option_aux_loss(hidden, rows, probe, [[], []], labels)

@@ -86,6 +86,39 @@ def test_format_stage_with_lm_loss_and_drills_trains(base, warm):
     assert not torch.equal(_weights(warm), _weights(root / "drill" / "model"))
 
 
+def _format_run(root, name, warm, data, **over):
+    knobs = {**FAST, "binding": 0.5, "binding_easy": 0.5, "option_aux": 1.0, **over}
+    cfg = decision_supervised.SupervisedConfig(arm="continuation", init=warm, out=str(root / name), data=data,
+                                               partition="format", steps=4, batch=6, **knobs)
+    run = Run(cfg.out, cfg, cfg.resume)
+    body, rows, tok = load_model(warm)
+    decision_supervised.sft_loop(cfg, run, body, rows, tok, 1e-2, "format")
+    return torch.cat([p.detach().flatten() for p in body.parameters()] + [rows.detach().flatten()])
+
+
+def test_format_stage_with_binding_drills_and_option_losses_trains_and_resumes(base, warm, monkeypatch):
+    root, data, _ = base
+    straight = _format_run(root, "fmt-straight", warm, data)
+    assert not torch.equal(_weights(warm), straight)
+    calls = {"n": 0}
+    real = decision_supervised.sft_loss
+
+    def crash_on_step_3(*args, **kwargs):  # after the step-2 checkpoint
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise _Interrupt()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(decision_supervised, "sft_loss", crash_on_step_3)
+    with pytest.raises(_Interrupt):
+        _format_run(root, "fmt-resumed", warm, data)
+    monkeypatch.setattr(decision_supervised, "sft_loss", real)
+    resumed = _format_run(root, "fmt-resumed", warm, data, resume=True)
+    assert torch.allclose(straight, resumed, atol=1e-6)  # drills and the aux probe resume exactly
+    without = _format_run(root, "fmt-plain", warm, data, binding=0.0, option_aux=0.0)
+    assert not torch.allclose(straight, without)  # the drills and aux losses change training
+
+
 def test_run_directory_is_never_overwritten(base, warm):
     root, data, _ = base
     cfg = decision_supervised.SupervisedConfig(init=warm, out=str(root / "once"), data=data, steps=1, batch=4, **FAST)
@@ -164,6 +197,11 @@ def test_eval_reports_every_arm_with_intervals_and_plots(base, warm, tmp_path):
         for key in ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p", "probe_escalate_confidence"):
             assert 0.0 <= got[key] <= 2.0, key
             assert got["intervals"][key]["lo"] <= got[key] <= got["intervals"][key]["hi"]
+        kinds = got["by_kind"]
+        assert set(kinds) == {"choice", "score", "noul"}
+        assert sum(k["rows"] for k in kinds.values()) == report["test_rows"]
+        weighted = sum(k["rows"] * k["accuracy"] for k in kinds.values()) / report["test_rows"]
+        assert weighted == pytest.approx(got["accuracy"])
     assert set(saved["paired"]) == {"rlcd-warmup"}
     assert saved["paired"]["rlcd-warmup"]["accuracy"]["n"] == report["test_rows"]
     assert (tmp_path / "plots" / "reliability.png").stat().st_size > 1000

@@ -1,5 +1,6 @@
 """The shipped decision models: present, verified on load, small, documented, and answering."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,23 @@ def test_shipped_model_has_a_card(arm):
     card = (_dir(arm) / "README.md").read_text()
     for section in ("## Data", "## Exact commands", "## Wall time", "## Results"):
         assert section in card
+
+
+ORDERS = [["BILLING", "SECURITY", "INFRASTRUCTURE", "PRODUCT_SUPPORT"],
+          ["SECURITY", "PRODUCT_SUPPORT", "BILLING", "INFRASTRUCTURE"],
+          ["PRODUCT_SUPPORT", "INFRASTRUCTURE", "BILLING", "SECURITY"]]
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_shipped_model_binds_option_text_to_its_letter(arm):
+    """Choice answers follow the option's text wherever it is listed (not a favourite letter)."""
+    decider = load_decider(_dir(arm))
+    ticket = "Ticket 7\nCustomer tier: FREE\nMessage: an api key was leaked in a commit.\nNote: no rush at all."
+    order = json.dumps({"order": "9", "status": "RETURNED", "carrier": "UPS", "items": 2, "payment": "PAID"})
+    for options in ORDERS:
+        (dept,) = decider.decide(ticket, [Choice("Which department should handle this ticket?", options)])
+        assert dept.value == "SECURITY" and dept.confidence > 0.5, options
+    for options in (["PENDING", "RETURNED", "SHIPPED"], ["RETURNED", "CANCELLED", "PENDING", "ON_HOLD"],
+                    ["SHIPPED", "DELIVERED", "RETURNED"]):
+        (status,) = decider.decide(order, [Choice("What is the status of this order?", options)])
+        assert status.value == "RETURNED" and status.confidence > 0.5, options
