@@ -10,6 +10,7 @@ such (it ends the episode and is logged with the parse error), never replaced by
 """
 
 import random
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +24,9 @@ from core.toolcalls import parse_tool_call
 
 DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 """The published evaluation's temperature and the model cards' token limit."""
+_SAMPLING = threading.Lock()
+"""generate() draws from torch's process-wide generator: seeding and drawing happen under this lock
+so two live sessions sampling at once cannot disturb each other's seeded draws."""
 
 
 @dataclass
@@ -88,13 +92,14 @@ class ChatPolicy:
         width = max(len(r) for r in rows)
         ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows])
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-        torch.manual_seed(seed)
         greedy = not g.temperature
-        out = self.model.generate(
-            input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120,
-            do_sample=not greedy, temperature=None if greedy else g.temperature,
-            top_p=None if greedy else g.top_p, top_k=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
-            streamer=streamer)
+        with _SAMPLING:
+            torch.manual_seed(seed)
+            out = self.model.generate(
+                input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120,
+                do_sample=not greedy, temperature=None if greedy else g.temperature,
+                top_p=None if greedy else g.top_p, top_k=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
+                streamer=streamer)
         new = []
         for row in out[:, width:].tolist():
             cut = row.index(self.eos_id) + 1 if self.eos_id in row else len(row)

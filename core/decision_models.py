@@ -5,61 +5,46 @@ the picker says how to make them), every rlcd-decision-only-v1 export found unde
 and the published decision models by hub id from ``core.registry``. Availability reads local files
 and the Hugging Face cache only, so it answers at once offline. Loading goes through the strict,
 hash-verifying ``core.decision.export.load_decider``; each folder loads once, under its own lock,
-and the loaded Deciders are shared read-only by every session.
+and the loaded Deciders are shared read-only by every session. Entries are the registry's
+``ModelEntry`` records with ``kind="decision"``.
 """
 
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from core import registry
-from core.registry import Availability
+from core.registry import Availability, ModelEntry
 
 CARD_FILE = "decision.json"
 """The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_DIR = ROOT / "checkpoints"
+SHIPPED_DIR = registry.SHIPPED_DIR
 SHIPPED = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
            ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
 """Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
 
 
-@dataclass(frozen=True)
-class DecisionEntry:
-    """One decision model the picker can offer; ``location`` is a folder or a hub id."""
-
-    key: str
-    """Unique label shown in the picker."""
-    source: Literal["shipped", "local", "hub"]
-    location: str
-    note: str = ""
-    remote_code: bool = False
-    """Needs custom modeling code; the app never runs it."""
-
-
-def shipped_entries(shipped_dir: Path | None = None) -> list[DecisionEntry]:
+def shipped_entries(shipped_dir: Path | None = None) -> list[ModelEntry]:
     shipped_dir = SHIPPED_DIR if shipped_dir is None else shipped_dir  # read at call time (tests swap it)
-    return [DecisionEntry(name, "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
+    return [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
             for name, arm in SHIPPED]
 
 
-def local_entries(models_dir: str | Path | None) -> list[DecisionEntry]:
+def local_entries(models_dir: str | Path | None) -> list[ModelEntry]:
     """Every subfolder of ``models_dir`` holding a decision.json, sorted by name."""
     if not models_dir or not Path(models_dir).is_dir():
         return []
-    return [DecisionEntry(p.name, "local", str(p), note=f"local export in {models_dir}")
+    return [ModelEntry(p.name, "decision", "local", str(p), note=f"local export in {models_dir}")
             for p in sorted(Path(models_dir).iterdir()) if (p / CARD_FILE).is_file()]
 
 
-def published_entries() -> list[DecisionEntry]:
+def published_entries() -> list[ModelEntry]:
     """The published decision models by hub id, as ``core.registry`` lists them."""
-    return [DecisionEntry(e.key, "hub", e.location, note=e.note, remote_code=e.remote_code)
-            for e in registry.published_entries() if e.kind == "decision"]
+    return [e for e in registry.published_entries() if e.kind == "decision"]
 
 
-def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[DecisionEntry]:
+def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[ModelEntry]:
     """Local exports first (when a models folder is given), then shipped, then published."""
     return local_entries(models_dir) + shipped_entries(shipped_dir) + published_entries()
 
@@ -73,7 +58,7 @@ def check_export(path: Path) -> Availability:
     return Availability(True, path, f"ready to load from {path}")
 
 
-def check(entry: DecisionEntry) -> Availability:
+def check(entry: ModelEntry) -> Availability:
     """Can ``entry`` load on this machine now? Never touches the network."""
     if entry.remote_code:
         return Availability(False, None, f"{entry.location} needs custom modeling code (trust_remote_code); "
@@ -98,7 +83,7 @@ class DeciderCache:
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, entry: DecisionEntry):
+    def get(self, entry: ModelEntry):
         """The entry's Decider; raises ValueError saying why it is unavailable."""
         found = check(entry)
         if not found.ok:

@@ -175,8 +175,8 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
     final = next((r for _, c, _, r in reversed(steps) if c and c.name == "propose_plan"), {})
     profile = final.get("hidden_profile") if isinstance(final.get("hidden_profile"), dict) else {}
     required = final.get("required_keys") or list(FAMILIES[family].required if family in FAMILIES else [])
-    scenario = Scenario(seed=None, family=family, difficulty=difficulty, title=TITLES[difficulty],
-                        request=str(item.get("request", "")), hidden_profile=profile,
+    scenario = Scenario(seed=None, source_id=str(item["scenario_id"]), family=family, difficulty=difficulty,
+                        title=TITLES[difficulty], request=str(item.get("request", "")), hidden_profile=profile,
                         critical_fields=sorted(final.get("critical_fields") or []),
                         required_keys=list(required), field_keys=sorted(profile),
                         max_steps=MAX_STEPS[difficulty])

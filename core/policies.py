@@ -173,11 +173,7 @@ def make_policy(name: str, generation: Generation | None = None) -> Policy:
         path = name[len("model:"):]
         if not path:
             raise ValueError("model:PATH needs a checkpoint path after 'model:'")
-        try:
-            from core import chat_policy
-        except ModuleNotFoundError as exc:
-            if exc.name != "core.chat_policy":
-                raise
-            raise ValueError("model policies need core/chat_policy.py, which this checkout does not have yet") from None
-        return chat_policy.load_chat_policy(path, generation=generation)
+        from core.chat_policy import load_chat_policy  # lazy: scripted policies need no torch
+
+        return load_chat_policy(path, generation=generation)
     raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCRIPTED)} or model:PATH")

@@ -56,6 +56,9 @@ class Scenario(_Record):
 
     seed: int | None = None
     """Generator seed; None for hand-written scenarios."""
+    source_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The source log's own id for a scenario that names no generator seed (else None; not
+    written when None, so logs of generated scenarios keep their bytes)."""
     family: str
     difficulty: Difficulty
     """Published name: ``task_id``."""
@@ -75,7 +78,9 @@ class Scenario(_Record):
 
     @property
     def id(self) -> str:
-        """Published scenario id, ``seed{seed}_{family}_{difficulty}``."""
+        """Published scenario id, ``seed{seed}_{family}_{difficulty}``, or the source's own id."""
+        if self.seed is None and self.source_id:
+            return self.source_id
         return f"seed{self.seed}_{self.family}_{self.difficulty}"
 
 

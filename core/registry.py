@@ -30,8 +30,8 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 TRAIN_COMMANDS = {
     "clarify-warmup": "python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0",
-    "clarify-grpo": "python -m train.clarify_grpo --model checkpoints/clarify-warmup, then copy its "
-                    "final checkpoint to checkpoints/clarify-grpo",
+    "clarify-grpo": "python -m train.clarify_grpo --config train/clarify_grpo_cpu.yaml, then copy "
+                    "runs/clarify-grpo to checkpoints/clarify-grpo",
 }
 """How each shipped policy is made (the training scripts' documented commands)."""
 INT8_SUGGESTED_PARAMS = 200_000_000

@@ -68,6 +68,7 @@ def generate_scenario(seed: int, difficulty: str) -> Scenario:
     return trusted(
         Scenario,
         seed=seed,
+        source_id=None,
         family=family.name,
         difficulty=difficulty,
         title=TITLES[difficulty],

@@ -5,7 +5,10 @@ scripted demonstrations (train/clarify_demos.py) on training seeds, teacher-forc
 through the same ``ChatPolicy`` transcript code that evaluation and GRPO use, and minimises the
 cross-entropy of the demonstrator's tokens only (prompt, template and tool tokens are masked).
 Departure from textbook behaviour cloning: the demonstrator skips each question with a set
-probability, so the warmup asks too little on purpose and RL has room to improve it.
+probability, so the warmup asks too little on purpose and RL has room to improve it. The proposal
+turn weighs ``plan_weight`` in the loss: copying revealed values into the plan is the skill that
+emerges last, and its teacher-forced accuracy on held-back demos is logged (and the weights saved)
+every ``eval_every`` steps.
 
     nice -n 10 python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0
 """
@@ -35,11 +38,13 @@ class SFTConfig:
     out: str = field(default="checkpoints/clarify-warmup", metadata={"help": "output directory (HF layout)"})
     seed: int = field(default=0, metadata={"help": "seed for demos, tokenizer corpus, init and batches"})
     init_from: str = field(default="", metadata={"help": "continue from this checkpoint (its tokenizer and weights)"})
-    demos: int = field(default=4000, metadata={"help": "number of demonstration episodes"})
+    demos: int = field(default=24000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
     rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
     epochs: int = field(default=1, metadata={"help": "passes over the demonstrations"})
+    plan_weight: float = field(default=3.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
+    copy_weight: float = field(default=1.0, metadata={"help": "loss weight of proposal tokens that copy a revealed value"})
     batch_size: int = field(default=16, metadata={"help": "sequences per optimiser step"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate (linear warmup, cosine decay)"})
     vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary size"})
@@ -51,6 +56,8 @@ class SFTConfig:
     intermediate_size: int = field(default=576, metadata={"help": "MLP width"})
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
     log_every: int = field(default=20, metadata={"help": "optimiser steps between log lines"})
+    val_demos: int = field(default=64, metadata={"help": "held-back full-strength demos for copy accuracy"})
+    eval_every: int = field(default=100, metadata={"help": "optimiser steps between copy-accuracy checks (and saves)"})
 
     def __post_init__(self):
         if not (0 <= self.p_required <= 1 and 0 <= self.p_extra <= 1):
@@ -72,10 +79,16 @@ def build_model(cfg: SFTConfig, vocab: int) -> Qwen3ForCausalLM:
     return Qwen3ForCausalLM(config)
 
 
-def demo_episodes(cfg: SFTConfig, rng: random.Random) -> list[Episode]:
+def demo_episodes(cfg: SFTConfig, rng: random.Random) -> tuple[list[Episode], list[Episode]]:
+    """Training demos (the imperfect style) and held-back full-strength demos for validation, on
+    disjoint (training seed, difficulty) pairs; training pairs repeat only past 30,000 demos."""
+    pairs = [(s, d) for s in TRAIN_SEEDS for d in DIFFICULTIES]
+    rng.shuffle(pairs)
+    held, pool = pairs[:cfg.val_demos], pairs[cfg.val_demos:]
     style = DemoStyle(p_required=cfg.p_required, p_extra=cfg.p_extra)
-    seeds = rng.sample(list(TRAIN_SEEDS), cfg.demos)
-    return [play_demo(generate_scenario(s, rng.choice(DIFFICULTIES)), cfg.rubric, style, rng) for s in seeds]
+    train = [play_demo(generate_scenario(*pool[i % len(pool)]), cfg.rubric, style, rng) for i in range(cfg.demos)]
+    val = [play_demo(generate_scenario(*p), cfg.rubric, DemoStyle(), rng) for p in held]
+    return train, val
 
 
 def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], list[int]]:
@@ -91,19 +104,73 @@ def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], lis
     return dialog.ids, labels
 
 
-def batches(rows: list[tuple[list[int], list[int]]], size: int, pad: int, rng: random.Random):
+def proposal_weights(labels: list[int], plan_weight: float) -> list[float]:
+    """Per-token loss weights: ``plan_weight`` on the last trained run of tokens (the proposal,
+    where revealed values must be copied), 1 on other trained tokens, 0 on masked ones."""
+    weights = [0.0 if t == -100 else 1.0 for t in labels]
+    end = len(labels)
+    while end and labels[end - 1] == -100:
+        end -= 1
+    start = end
+    while start and labels[start - 1] != -100:
+        start -= 1
+    weights[start:end] = [plan_weight] * (end - start)
+    return weights
+
+
+def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy averaged with per-token weights (labels and weights shift by one)."""
+    nll = torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1), ignore_index=-100, reduction="none")
+    w = weights[:, 1:].reshape(-1)
+    return (nll * w).sum() / w.sum().clamp_min(1e-9)
+
+
+def copy_positions(policy: ChatPolicy, episode: Episode, labels: list[int]) -> list[int]:
+    """Positions in the proposal turn whose label is a token of a value the user revealed: the
+    tokens the model must copy from the answers (the skill the rubric's FieldMatch pays for)."""
+    values = {t for f in episode.fields_revealed
+              for t in policy.encode(str(episode.scenario.hidden_profile[f]))}
+    weights = proposal_weights(labels, 2.0)
+    return [i for i, (w, t) in enumerate(zip(weights, labels)) if w == 2.0 and t in values]
+
+
+@torch.no_grad()
+def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]]) -> float:
+    """Teacher-forced greedy accuracy on the copy positions of held-back demonstrations."""
+    hit = total = 0
+    was_training = model.training
+    model.eval()
+    for ids, labels, positions in rows:
+        pred = model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist()
+        total += len(positions)
+        hit += sum(pred[i - 1] == labels[i] for i in positions)
+    model.train(was_training)
+    return hit / total if total else 0.0
+
+
+def token_weights(policy: ChatPolicy, episode: Episode, labels: list[int], cfg: SFTConfig) -> list[float]:
+    """Loss weights of one demo: proposal tokens ``plan_weight``, copied values ``copy_weight``."""
+    weights = proposal_weights(labels, cfg.plan_weight)
+    for i in copy_positions(policy, episode, labels):
+        weights[i] = cfg.copy_weight
+    return weights
+
+
+def batches(rows: list[tuple[list[int], list[int], list[float]]], size: int, pad: int, rng: random.Random):
     order = list(range(len(rows)))
     rng.shuffle(order)
     for i in range(0, len(order), size):
         chunk = [rows[j] for j in order[i:i + size]]
-        width = max(len(ids) for ids, _ in chunk)
+        width = max(len(r[0]) for r in chunk)
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in chunk])
         labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in chunk])
+        weights = torch.tensor([r[2] + [0.0] * (width - len(r[2])) for r in chunk])
         mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in chunk])
-        yield ids, labels, mask
+        yield ids, labels, weights, mask
 
 
-def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int) -> list[dict]:
+def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=(), save=lambda model: None) -> list[dict]:
     steps = cfg.epochs * math.ceil(len(rows) / cfg.batch_size)
     warm = max(1, steps // 20)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
@@ -112,8 +179,8 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int) -> list[dic
     log, step, start = [], 0, time.time()
     model.train()
     for epoch in range(cfg.epochs):
-        for ids, labels, mask in batches(rows, cfg.batch_size, pad, rng):
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        for ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng):
+            loss = weighted_loss(model(input_ids=ids, attention_mask=mask).logits, labels, weights)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -123,6 +190,9 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int) -> list[dic
             if step % cfg.log_every == 0 or step == steps:
                 entry = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4),
                          "lr": sched.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
+                if val_rows and (step % cfg.eval_every == 0 or step == steps):
+                    entry["copy_accuracy"] = round(copy_accuracy(model, val_rows), 4)
+                    save(model)
                 log.append(entry)
                 print(json.dumps(entry), flush=True)
     model.eval()
@@ -142,14 +212,21 @@ def main(cfg: SFTConfig) -> None:
         tokenizer = train_tokenizer(corpus(cfg.tokenizer_demos, seed=cfg.seed), cfg.vocab_size)
         model = build_model(cfg, len(tokenizer))
     policy = ChatPolicy(model, tokenizer, name="warmup")
-    rows = [teacher_forced(policy, ep) for ep in demo_episodes(cfg, rng)]
+    demos, held = demo_episodes(cfg, rng)
+    rows = [(ids, labels, token_weights(policy, ep, labels, cfg))
+            for ep in demos for ids, labels in [teacher_forced(policy, ep)]]
+    val_rows = [(*row, copy_positions(policy, ep, row[1])) for ep in held for row in [teacher_forced(policy, ep)]]
     print(f"{len(rows)} demos, {sum(len(r[0]) for r in rows)} tokens, "
           f"{sum(p.numel() for p in model.parameters())} parameters", flush=True)
-    log = train(model, rows, cfg, rng, policy.pad_id)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+
+    def save(model) -> None:  # also at every evaluation, so a long run can be inspected early
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+
+    log = train(model, rows, cfg, rng, policy.pad_id, val_rows, save)
+    save(model)
     record = {"config": asdict(cfg), "wall_time_s": round(time.time() - start, 1), "log_history": log}
     stages = []
     if cfg.init_from and (Path(cfg.init_from) / "training_log.json").is_file():

@@ -82,6 +82,31 @@ def test_random_tiny_model_plays_to_the_end_reproducibly(tokenizer, tiny_model):
     assert runs[0] == runs[1]
 
 
+def test_concurrent_seeded_samples_match_sequential_ones(tokenizer, tiny_model):
+    """Live sessions sample in threads; a seed must give the same tokens however they interleave."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=24))
+    dialog = policy.start(ClarifyEnv(generate_scenario(2, "medium"), "v2"))
+    seeds = list(range(8))
+    alone = [policy.sample([dialog], seed) for seed in seeds]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda seed: policy.sample([dialog], seed), seeds))
+    assert together == alone
+    assert len({str(x) for x in alone}) > 1  # the seeds do change the draw
+
+
+def test_eval_can_batch_a_scenarios_samples(tokenizer, tiny_model):
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
+    scenarios = [generate_scenario(s, "easy") for s in (1, 2)]
+    runs = [run_eval(policy, scenarios, samples=3, rubric="v2", seed=5, batch_samples=True) for _ in range(2)]
+    assert [e.id for e in runs[0]] == [f"{s.id}#{k}" for s in scenarios for k in range(3)]
+    assert all(e.termination != "running" and e.breakdown is not None for e in runs[0])
+    assert [e.turns for e in runs[0]] == [e.turns for e in runs[1]]  # seeded per scenario
+    scripted = run_eval("ask-required", scenarios, samples=2, batch_samples=True)  # no play_batch: one by one
+    assert [e.model_dump() for e in scripted] == [e.model_dump() for e in run_eval("ask-required", scenarios, samples=2)]
+
+
 def test_play_batch_ends_every_episode(tokenizer, tiny_model):
     policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
     envs = [ClarifyEnv(generate_scenario(s, "easy"), "v2") for s in range(3)]
@@ -119,6 +144,8 @@ def test_load_chat_policy_round_trip(tmp_path, tokenizer, tiny_model):
     tokenizer.save_pretrained(tmp_path)
     policy = load_chat_policy(tmp_path, generation=Generation(temperature=0.7, max_new_tokens=8))
     assert policy.name == f"model:{tmp_path}"
+    via_name = make_policy(f"model:{tmp_path}", generation=Generation(temperature=0.3, max_new_tokens=8))
+    assert via_name.name == f"model:{tmp_path}" and via_name.generation.temperature == 0.3
     episodes = run_eval(make_policy(f"model:{tmp_path}"), [generate_scenario(9, "easy")], samples=2)
     assert all(e.termination != "running" for e in episodes)
 

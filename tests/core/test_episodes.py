@@ -54,6 +54,7 @@ def test_stale_recorded_breakdown_is_kept_but_ours_is_fresh():
 def test_unknown_scenario_is_rebuilt_from_the_trace():
     ep = episodes.read_log(TRACE)[1].episodes[2]
     assert ep.scenario.seed is None and ep.scenario.family == "meeting_scheduling"
+    assert ep.scenario.id == "custom_meeting_1"  # the trace's own id, not "seedNone_..."
     assert ep.scenario.hidden_profile == {"participants": "design team", "date": "tuesday", "time": "10:00"}
     assert ep.score == pytest.approx(0.55) and ep.breakdown.gate_passed
     assert ep.fields_revealed == ["participants"] and ep.plan["date"] == "monday"

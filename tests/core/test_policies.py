@@ -77,28 +77,3 @@ def test_make_policy_names_and_errors():
         make_policy("genius")
     with pytest.raises(ValueError, match="needs a checkpoint path"):
         make_policy("model:")
-
-
-def test_model_policy_without_chat_policy_module_is_a_clear_error(monkeypatch):
-    import sys
-
-    import core
-
-    monkeypatch.setitem(sys.modules, "core.chat_policy", None)  # as if the module did not exist
-    monkeypatch.delattr(core, "chat_policy", raising=False)
-    with pytest.raises(ValueError, match="core/chat_policy.py"):
-        make_policy("model:checkpoints/tiny")
-
-
-def test_model_policy_delegates_to_chat_policy(monkeypatch):
-    import sys
-    import types
-
-    from core.records import Generation
-
-    fake = types.ModuleType("core.chat_policy")
-    fake.load_chat_policy = lambda path, generation=None: ("loaded", path, generation)
-    monkeypatch.setitem(sys.modules, "core.chat_policy", fake)
-    monkeypatch.setattr("core.chat_policy", fake, raising=False)
-    g = Generation(temperature=0.7)
-    assert make_policy("model:ckpt/x", generation=g) == ("loaded", "ckpt/x", g)

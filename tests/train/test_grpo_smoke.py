@@ -19,6 +19,7 @@ def test_sft_smoke_writes_a_loadable_checkpoint(tmp_path):
     sft_main(SFTConfig(out=str(out), demos=24, epochs=1, batch_size=8, tokenizer_demos=20, log_every=1, **TINY))
     log = json.loads((out / "training_log.json").read_text())
     assert log["log_history"] and log["config"]["demos"] == 24
+    assert 0.0 <= log["log_history"][-1]["copy_accuracy"] <= 1.0  # measured at the last step
     assert load_chat_policy(out).model.config.hidden_size == TINY["hidden_size"]
     # a second stage continues from the first: same tokenizer, both stages logged
     again = tmp_path / "warmup2"

@@ -1,0 +1,98 @@
+"""The warmup's loss weighting and its copy metric: exact values on hand-built rows."""
+
+import random
+
+import pytest
+import torch
+
+from core.chat_policy import ChatPolicy
+from core.scenarios import generate_scenario
+from train.clarify_demos import DemoStyle, play_demo
+from train.clarify_sft import (SFTConfig, build_model, copy_accuracy, copy_positions, demo_episodes,
+                               proposal_weights, teacher_forced, token_weights, weighted_loss)
+from tests.train.conftest import TINY
+
+M = -100
+
+
+@pytest.mark.parametrize("labels, weight, expected", [
+    ([M, M, 5, 6, M, M, 7, 8, 9], 3.0, [0, 0, 1, 1, 0, 0, 3, 3, 3]),
+    ([M, 5, 6, M, 7, M, M], 2.0, [0, 1, 1, 0, 2, 0, 0]),   # trailing masked tokens are skipped
+    ([5, 6, 7], 4.0, [4, 4, 4]),                         # one run: it is the proposal
+    ([M, M], 3.0, [0, 0]),
+])
+def test_proposal_weights(labels, weight, expected):
+    assert proposal_weights(labels, weight) == expected
+
+
+def test_weighted_loss_with_unit_weights_is_the_models_own_loss():
+    torch.manual_seed(0)
+    model = build_model(SFTConfig(**TINY), 600)
+    ids = torch.randint(0, 600, (2, 12))
+    labels = ids.clone()
+    labels[:, :5] = M
+    labels[1, 9:] = M
+    weights = (labels != M).float()
+    out = model(input_ids=ids, labels=labels)
+    assert weighted_loss(out.logits, labels, weights).item() == pytest.approx(out.loss.item(), abs=1e-6)
+
+
+def test_weighted_loss_is_the_weighted_mean_of_token_losses():
+    logits = torch.zeros(1, 4, 3)
+    logits[0, 0, 1] = 2.0      # predicts label 1 at position 1: low loss
+    labels = torch.tensor([[M, 1, 2, 0]])
+    weights = torch.tensor([[0.0, 1.0, 3.0, 0.0]])
+    nll = torch.nn.functional.cross_entropy(logits[0, :2], labels[0, 1:3], reduction="none")
+    expected = (nll[0] * 1 + nll[1] * 3) / 4
+    assert weighted_loss(logits, labels, weights).item() == pytest.approx(expected.item(), abs=1e-7)
+
+
+def test_copy_positions_are_the_revealed_values_in_the_plan(tiny_tokenizer):
+    policy = ChatPolicy(None, tiny_tokenizer)
+    episode = play_demo(generate_scenario(3, "easy"), "v2", DemoStyle(), random.Random(0))
+    ids, labels = teacher_forced(policy, episode)
+    positions = copy_positions(policy, episode, labels)
+    copied = tiny_tokenizer.decode([labels[i] for i in positions])
+    assert positions and min(positions) > max(i for i, w in enumerate(proposal_weights(labels, 1.0)) if w == 0)
+    for field in episode.fields_revealed:
+        assert str(episode.scenario.hidden_profile[field]) in copied
+
+
+def test_token_weights_single_out_the_copied_values(tiny_tokenizer):
+    policy = ChatPolicy(None, tiny_tokenizer)
+    episode = play_demo(generate_scenario(5, "hard"), "v2", DemoStyle(), random.Random(1))
+    _, labels = teacher_forced(policy, episode)
+    weights = token_weights(policy, episode, labels, SFTConfig(plan_weight=3.0, copy_weight=20.0))
+    copies = copy_positions(policy, episode, labels)
+    assert [i for i, w in enumerate(weights) if w == 20.0] == copies
+    plan = proposal_weights(labels, 3.0)
+    assert all(w == plan[i] for i, w in enumerate(weights) if i not in copies)
+
+
+class Oracle(torch.nn.Module):
+    """Test double: logits that put all mass on the true next token (optionally wrong at one spot)."""
+
+    def __init__(self, ids, wrong_at=None):
+        super().__init__()
+        self.ids, self.wrong_at = ids, wrong_at
+
+    def forward(self, input_ids):
+        logits = torch.zeros(1, len(self.ids), 1000)
+        for i, t in enumerate(self.ids[1:]):
+            logits[0, i, t if i + 1 != self.wrong_at else t + 1] = 1.0
+        return type("Out", (), {"logits": logits})()
+
+
+def test_copy_accuracy_counts_only_copy_positions():
+    ids = [1, 2, 3, 4, 5]
+    assert copy_accuracy(Oracle(ids), [(ids, ids, [2, 4])]) == 1.0
+    assert copy_accuracy(Oracle(ids, wrong_at=4), [(ids, ids, [2, 4])]) == 0.5
+    assert copy_accuracy(Oracle(ids, wrong_at=3), [(ids, ids, [2, 4])]) == 1.0
+
+
+def test_held_back_demos_never_share_a_scenario_with_training_demos():
+    cfg = SFTConfig(demos=300, val_demos=40)
+    train, held = demo_episodes(cfg, random.Random(0))
+    assert len(train) == 300 and len(held) == 40
+    assert not {e.scenario.id for e in train} & {e.scenario.id for e in held}
+    assert all(e.questions_asked >= len(e.scenario.required_keys) for e in held)  # full-strength style
