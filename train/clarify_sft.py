@@ -44,7 +44,8 @@ class SFTConfig:
     rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
     epochs: int = field(default=1, metadata={"help": "passes over the demonstrations"})
     plan_weight: float = field(default=3.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
-    copy_weight: float = field(default=1.0, metadata={"help": "loss weight of proposal tokens that copy a revealed value"})
+    copy_weight: float | None = field(default=None, metadata={
+        "help": "loss weight of proposal tokens that copy a revealed value (default: plan_weight)"})
     batch_size: int = field(default=16, metadata={"help": "sequences per optimiser step"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate (linear warmup, cosine decay)"})
     vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary size"})
@@ -104,17 +105,23 @@ def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], lis
     return dialog.ids, labels
 
 
-def proposal_weights(labels: list[int], plan_weight: float) -> list[float]:
-    """Per-token loss weights: ``plan_weight`` on the last trained run of tokens (the proposal,
-    where revealed values must be copied), 1 on other trained tokens, 0 on masked ones."""
-    weights = [0.0 if t == -100 else 1.0 for t in labels]
+def proposal_span(labels: list[int]) -> range:
+    """Positions of the last trained run of tokens: the proposal turn, where revealed values are copied."""
     end = len(labels)
     while end and labels[end - 1] == -100:
         end -= 1
     start = end
     while start and labels[start - 1] != -100:
         start -= 1
-    weights[start:end] = [plan_weight] * (end - start)
+    return range(start, end)
+
+
+def proposal_weights(labels: list[int], plan_weight: float) -> list[float]:
+    """Per-token loss weights: ``plan_weight`` on the proposal turn, 1 on other trained tokens,
+    0 on masked ones."""
+    weights = [0.0 if t == -100 else 1.0 for t in labels]
+    for i in proposal_span(labels):
+        weights[i] = plan_weight
     return weights
 
 
@@ -131,8 +138,7 @@ def copy_positions(policy: ChatPolicy, episode: Episode, labels: list[int]) -> l
     tokens the model must copy from the answers (the skill the rubric's FieldMatch pays for)."""
     values = {t for f in episode.fields_revealed
               for t in policy.encode(str(episode.scenario.hidden_profile[f]))}
-    weights = proposal_weights(labels, 2.0)
-    return [i for i, (w, t) in enumerate(zip(weights, labels)) if w == 2.0 and t in values]
+    return [i for i in proposal_span(labels) if labels[i] in values]
 
 
 @torch.no_grad()
@@ -150,10 +156,12 @@ def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]]) -> 
 
 
 def token_weights(policy: ChatPolicy, episode: Episode, labels: list[int], cfg: SFTConfig) -> list[float]:
-    """Loss weights of one demo: proposal tokens ``plan_weight``, copied values ``copy_weight``."""
+    """Loss weights of one demo: proposal tokens ``plan_weight``, copied values ``copy_weight``
+    (``plan_weight`` when unset)."""
     weights = proposal_weights(labels, cfg.plan_weight)
-    for i in copy_positions(policy, episode, labels):
-        weights[i] = cfg.copy_weight
+    if cfg.copy_weight is not None:
+        for i in copy_positions(policy, episode, labels):
+            weights[i] = cfg.copy_weight
     return weights
 
 
@@ -187,10 +195,11 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=()
             opt.step()
             sched.step()
             step += 1
-            if step % cfg.log_every == 0 or step == steps:
+            evaluate = bool(val_rows) and (step % cfg.eval_every == 0 or step == steps)
+            if evaluate or step % cfg.log_every == 0 or step == steps:
                 entry = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4),
                          "lr": sched.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
-                if val_rows and (step % cfg.eval_every == 0 or step == steps):
+                if evaluate:
                     entry["copy_accuracy"] = round(copy_accuracy(model, val_rows), 4)
                     save(model)
                 log.append(entry)

@@ -67,6 +67,8 @@ def test_token_weights_single_out_the_copied_values(tiny_tokenizer):
     assert [i for i, w in enumerate(weights) if w == 20.0] == copies
     plan = proposal_weights(labels, 3.0)
     assert all(w == plan[i] for i, w in enumerate(weights) if i not in copies)
+    # unset, copied values weigh what the rest of the proposal weighs (the shipped run's recipe)
+    assert token_weights(policy, episode, labels, SFTConfig(plan_weight=3.0)) == plan
 
 
 class Oracle(torch.nn.Module):
