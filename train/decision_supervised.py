@@ -111,18 +111,18 @@ def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Ran
     return loss
 
 
-def binding_pool(config, tokenizer) -> tuple[int, list, list, list]:
+def binding_pool(config: SupervisedConfig, tokenizer) -> tuple[int, list, list, list]:
     """(drills per step, their token ids, prompts, labels): a fixed pool, step s uses slice s.
 
     Drawn once from the seed, so a resumed run sees the same drills without extra RNG state.
     """
-    per_step = round(config.batch * getattr(config, "binding", 0.0))
-    drills = drill_rows(config.seed, per_step * config.steps, getattr(config, "binding_easy", 0.0))
+    per_step = round(config.batch * config.binding)
+    drills = drill_rows(config.seed, per_step * config.steps, config.binding_easy)
     prompts = [prompt_of(r) for r in drills]
     return per_step, tokenize_prompts(tokenizer, prompts), prompts, [r.label for r in drills]
 
 
-def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
+def sft_loop(config: SupervisedConfig, run: Run, body, rows, tokenizer, lr: float, tag: str) -> dict:
     """Minimise the labelled-letter NLL for ``config.steps`` steps; resumable; returns the last eval."""
     set_threads()
     labelled, prompts = load_prompts(config.data, config.partition, config.limit)
@@ -130,7 +130,7 @@ def sft_loop(config, run: Run, body, rows, tokenizer, lr: float, tag: str) -> di
     ids = tokenize_prompts(tokenizer, prompts)
     labels = [r.label for r in labelled]
     per_drill, drill_ids, drill_prompts, drill_labels = binding_pool(config, tokenizer)
-    aux = getattr(config, "option_aux", 0.0) > 0
+    aux = config.option_aux > 0
     marks = option_ends(tokenizer, prompts) if aux else [None] * len(ids)
     drill_marks = option_ends(tokenizer, drill_prompts) if aux else [None] * len(drill_ids)
     probe = torch.nn.Parameter(torch.zeros(rows.shape[1]))  # training-only: never exported
