@@ -14,7 +14,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from demo import decisions, live, replays  # noqa: E402
+from demo.decisions import layout as decisions  # noqa: E402
+from demo.live import layout as live  # noqa: E402
+from demo.replays import layout as replays  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_REPLAYS = Path(os.environ.get("CLARIFYLAB_REPLAYS", ROOT / "replays"))

@@ -1,7 +1,7 @@
 """Live-play streaming overhead: our streaming path against bare ``model.generate``, side by side.
 
 For each model the same prompt (the first agent turn of a fixed scenario) is generated greedily
-to exactly N new tokens, alternating our path (``core.streaming.stream_turn``: ChatPolicy.sample
+to exactly N new tokens, alternating our path (``core.live.streaming.stream_turn``: ChatPolicy.sample
 in a worker thread, a per-token stop check, a queue, text decoded for display every 50 ms) and a bare
 ``model.generate`` call. Models: the shipped policy (checkpoints/clarify-grpo, else
 clarify-warmup, else a random body of the warmup's default config, and the report says which),
@@ -31,11 +31,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from core.chat_policy import ChatPolicy  # noqa: E402
-from core.environment import ClarifyEnv  # noqa: E402
+from core.clarify.chat_policy import ChatPolicy  # noqa: E402
+from core.clarify.environment import ClarifyEnv  # noqa: E402
 from core.registry import SHIPPED_DIR, SHIPPED_POLICIES, quantize_int8  # noqa: E402
-from core.scenarios import generate_scenario  # noqa: E402
-from core.streaming import GenerationSettings, stream_turn  # noqa: E402
+from core.clarify.scenarios import generate_scenario  # noqa: E402
+from core.live.streaming import GenerationSettings, stream_turn  # noqa: E402
 
 GOAL = 1.05
 QWEN3_06B = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
@@ -55,7 +55,7 @@ def tokenizer_for_random_bodies():
             return AutoTokenizer.from_pretrained(SHIPPED_DIR / name)
     from train.clarify_tokenizer import train_tokenizer
 
-    from core.agent import TOOL_SCHEMAS, episode_messages
+    from core.clarify.agent import TOOL_SCHEMAS, episode_messages
     texts = [json.dumps(TOOL_SCHEMAS), *(json.dumps(episode_messages(generate_scenario(s, "medium"), []))
                                          for s in range(50))]
     return train_tokenizer(texts, vocab_size=2048)

@@ -1,6 +1,6 @@
 """End-to-end latency of one 3-question Ask on the Decisions tab (goal: under 300 ms on this CPU).
 
-Times ``demo.decision_handlers.ask`` on the support-ticket example (a choice, a score and a yes/no
+Times ``demo.decisions.handlers.ask`` on the support-ticket example (a choice, a score and a yes/no
 question): builder parsing, state parsing, the token-limit check, the Decider call, the plotly
 figure and the table, exactly what a click runs. The model is a shipped export
 (``checkpoints/decision-rlcd`` by default); when it is absent the bench says so and uses a random
@@ -29,8 +29,8 @@ import torch  # noqa: E402
 
 from core.decision.export import export_decision  # noqa: E402
 from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
-from core.decision_examples import find_example  # noqa: E402
-from demo import decision_handlers as h  # noqa: E402
+from demo.decisions.examples import find_example  # noqa: E402
+from demo.decisions import handlers as h  # noqa: E402
 
 GOAL_MS = 300.0
 SHIPPED_SHAPE = dict(hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, intermediate=384)

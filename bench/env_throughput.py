@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from core.environment import ClarifyEnv  # noqa: E402
-from core.policies import make_policy  # noqa: E402
-from core.scenarios import generate_scenario, load_scenarios  # noqa: E402
+from core.clarify.environment import ClarifyEnv  # noqa: E402
+from core.clarify.policies import make_policy  # noqa: E402
+from core.clarify.scenarios import generate_scenario, load_scenarios  # noqa: E402
 
 GOAL = 5_000
 

@@ -2,7 +2,7 @@
 
 Plays scripted policies (ask-required, guess, random) on generated scenarios through the real
 environment, writes one JSONL log, then times what the Replays tab does with it: loading a run
-(fast scan + pandas table, ``core.replays.load_run``) and each filter (``filter_table``).
+(fast scan + pandas table, ``core.runs.replays.load_run``) and each filter (``filter_table``).
 
     python bench/replay_load.py [--quick] [--episodes N] [--json OUT]
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.episode_log import write_episodes  # noqa: E402
-from core.episode_table import Filters, filter_table  # noqa: E402
-from core.eval import run_eval  # noqa: E402
-from core.replays import _load_cached, find_episode, load_run  # noqa: E402
-from core.scenarios import load_scenarios  # noqa: E402
+from core.runs.episode_log import write_episodes  # noqa: E402
+from core.runs.episode_table import Filters, filter_table  # noqa: E402
+from core.runs.eval import run_eval  # noqa: E402
+from core.runs.replays import _load_cached, find_episode, load_run  # noqa: E402
+from core.clarify.scenarios import load_scenarios  # noqa: E402
 
 FILTERS = {
     "family": Filters(families=("event_planning",)),

@@ -201,7 +201,7 @@ def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availabilit
         found = check_folder(entry.location, entry.kind)
         if not found.ok and entry.source == "shipped" and not Path(entry.location).exists():
             return Availability(False, None, f"{found.message}: train it first "
-                                f"({TRAIN_COMMANDS.get(Path(entry.location).name, 'see the README')})")
+                                f"({TRAIN_COMMANDS.get(Path(entry.location).name, 'see docs/clarify_policy.md')})")
         return found
     snapshot = cached_snapshot(entry.location, cache_dir)
     if snapshot is None:

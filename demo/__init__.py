@@ -1,1 +1,3 @@
-"""Gradio tabs of the ClarifyLab app: one layout module and one handlers module per tab."""
+"""Gradio tabs of the ClarifyLab app: one package per tab (layout, handlers, its own figures)."""
+
+__all__ = ["decisions", "live", "replays"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_harness import chromium
+from tests.app.harness import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,10 @@ import json
 import random
 from dataclasses import dataclass
 
-from core.environment import ClarifyEnv
-from core.families import FAMILIES
+from core.clarify.environment import ClarifyEnv
+from core.clarify.families import FAMILIES
 from core.records import Episode, Scenario, ToolCall
-from core.toolcalls import render_tool_call
+from core.clarify.toolcalls import render_tool_call
 
 QUESTIONS = {
     "stack": "Which language and framework should I use?",

@@ -27,11 +27,11 @@ from transformers import AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer, TrlParser
 from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
 
-from core.chat_policy import ChatPolicy
-from core.environment import ClarifyEnv
+from core.clarify.chat_policy import ChatPolicy
+from core.clarify.environment import ClarifyEnv
 from core.records import Episode, Generation, Scenario
-from core.rubrics import score
-from core.scenarios import TRAIN_SEEDS, generate_scenario
+from core.clarify.rubrics import score
+from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -70,7 +70,7 @@ def scenario_dataset(scenarios: list[Scenario]) -> Dataset:
     })
 
 
-# ---- reward adapters (TRL signature; scoring lives in core.rubrics) -----------------------------
+# ---- reward adapters (TRL signature; scoring lives in core.clarify.rubrics) -----------------------------
 
 def make_rewards(rubric: str, plan_bonus: float, no_plan_penalty: float):
     def rubric_reward(completions, episode, **kwargs) -> list[float]:

@@ -1,6 +1,6 @@
 """Markdown tables of evaluation runs: avg score with its 95% interval, per family and difficulty.
 
-Reads run directories written by ``python -m core.eval`` (their episodes.jsonl) and prints the
+Reads run directories written by ``python -m core.runs.eval`` (their episodes.jsonl) and prints the
 tables the README and the model cards carry. Intervals are core.stats bootstraps that resample
 whole scenarios, because the K samples of one scenario are not independent.
 
@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Callable, Sequence
 
-from core.eval import read_run
-from core.families import DIFFICULTIES, FAMILIES
+from core.runs.eval import read_run
+from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Episode
 from core.stats import bootstrap_mean
 

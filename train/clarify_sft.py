@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
-from core.chat_policy import ChatPolicy
-from core.environment import ClarifyEnv
+from core.clarify.chat_policy import ChatPolicy
+from core.clarify.environment import ClarifyEnv
 from core.records import Episode
-from core.scenarios import TRAIN_SEEDS, generate_scenario
+from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 from train.clarify_demos import DemoStyle, check_family_tables, play_demo
 from train.clarify_tokenizer import corpus, train_tokenizer
 

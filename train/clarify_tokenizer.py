@@ -40,7 +40,7 @@ def domain_tokens() -> list[str]:
     and in the plan JSON, so writing a plan is copying a token, which a tiny model learns fast;
     without them BPE merges the value with whatever text surrounds it in each place.
     """
-    from core.families import FIELDS
+    from core.clarify.families import FIELDS
 
     names = list(FIELDS) + [str(v) for f in FIELDS.values() for v in f.values]
     return sorted(set(names), key=lambda t: (-len(t), t))
@@ -115,8 +115,8 @@ def corpus(demos: int = 400, seed: int = 0) -> list[str]:
     """Our own text: full rendered demonstration conversations, plus the template's fixed parts."""
     import random
 
-    from core.agent import TOOL_SCHEMAS, episode_messages
-    from core.scenarios import TRAIN_SEEDS, generate_scenario
+    from core.clarify.agent import TOOL_SCHEMAS, episode_messages
+    from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
     from train.clarify_demos import DemoStyle, play_demo
     from transformers.utils.chat_template_utils import render_jinja_template
 

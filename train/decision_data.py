@@ -11,8 +11,8 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision_data import PARTITIONS, DataSpec, build_partition, probe_rows
-from core.decision_data.store import Manifest, write_manifest, write_rows
+from core.decision.data import PARTITIONS, DataSpec, build_partition, probe_rows
+from core.decision.data.store import Manifest, write_manifest, write_rows
 
 
 @dataclass(frozen=True)

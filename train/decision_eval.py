@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from core.decision.export import load_decider
-from core.decision_batches import option_probs, prompt_of
-from core.decision_data.store import read_partition
-from core.decision_eval import ArmScores, arm_report, paired_report, score_rows
+from core.decision.batches import option_probs, prompt_of
+from core.decision.data.store import read_partition
+from core.decision.scores import ArmScores, arm_report, paired_report, score_rows
 from train.decision_run import parse_config, set_threads
 
 ARMS = ("warmup", "rlcd", "rlvr", "oracle")

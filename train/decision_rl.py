@@ -21,8 +21,8 @@ from typing import Literal
 import torch
 from tqdm import tqdm
 
-from core.decision_batches import batch_logits, collate, tokenize_prompts
-from core.decision_train import (
+from core.decision.batches import batch_logits, collate, tokenize_prompts
+from core.decision.training import (
     REWARDS, Judge, cosine_lr_factor, leave_one_out_baseline, reinforce_loss, sample_options, should_stop,
 )
 from train.decision_run import (

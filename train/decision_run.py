@@ -21,8 +21,8 @@ from transformers import HfArgumentParser
 
 from core import calibration as cal
 from core.decision.export import export_decision, load_decider
-from core.decision_batches import Prompt, option_probs, prompt_of
-from core.decision_data.store import read_partition
+from core.decision.batches import Prompt, option_probs, prompt_of
+from core.decision.data.store import read_partition
 
 CHECKPOINT, LOG, META, MODEL = "checkpoint.pt", "log.jsonl", "meta.jsonl", "model"
 

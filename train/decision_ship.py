@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.decision.export import load_decider
-from core.decision_data.store import read_manifest, read_partition
+from core.decision.data.store import read_manifest, read_partition
 from train.decision_run import LOG, META, MODEL, parse_config, set_threads
 
 COMMANDS = {
@@ -92,8 +92,8 @@ def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
 A tiny Qwen3-architecture letter-readout decision model (ClarifyLab), exported in the
 `rlcd-decision-only-v1` layout and loaded with `core.decision.export.load_decider` (hash-verified).
 Arm: **{arm}**. Trained from random initialisation on our synthetic decision data (triage tickets
-with a known posterior, order records, access-policy decisions); see the README section
-"Decision models" for the recipe and how it departs from the published one.
+with a known posterior, order records, access-policy decisions); see the project's
+docs/decision_models.md for the recipe and how it departs from the published one.
 
 ## Data (`python -m train.decision_data`, seed {manifest.seed})
 
@@ -126,7 +126,7 @@ Per source (accuracy / ECE): {by_source}.
 Per primitive (accuracy / ECE): {by_kind}.
 Choice questions need the option-to-letter binding that a from-scratch body does not find from
 the answer letter alone; the warmup's format stage teaches it with binding drills and per-option
-auxiliary losses (README, "Decision models").
+auxiliary losses (docs/decision_models.md).
 
 Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
 """

@@ -20,11 +20,11 @@ import torch
 from tqdm import tqdm
 
 from core.decision.readout import readout
-from core.decision_batches import (
+from core.decision.batches import (
     batch_logits, body_hidden, collate, lookup_drill, option_ends, prompt_of, tokenize_prompts,
 )
-from core.decision_data.drills import drill_rows
-from core.decision_train import cosine_lr_factor, lm_loss, nll_loss, option_aux_loss, should_stop
+from core.decision.data.drills import drill_rows
+from core.decision.training import cosine_lr_factor, lm_loss, nll_loss, option_aux_loss, should_stop
 from train.decision_run import (
     Run, evaluate, load_model, load_prompts, optimizer_for, parse_config, rng_state, set_rng_state, set_threads,
 )
@@ -58,9 +58,9 @@ class SupervisedConfig:
     lm_weight: float = field(default=0.0, metadata={"help": "format stage only: weight of a tied-embedding LM loss"})
     drills: int = field(default=0, metadata={"help": "format stage only: lookup-drill passes after each answer"})
     option_aux: float = field(default=0.0, metadata={
-        "help": "format stage only: weight of the per-option letter and is-answer losses (core.decision_train)"})
+        "help": "format stage only: weight of the per-option letter and is-answer losses (core.decision.training)"})
     binding: float = field(default=0.0, metadata={
-        "help": "format stage only: share of each batch drawn from binding drills (core.decision_data.drills)"})
+        "help": "format stage only: share of each batch drawn from binding drills (core.decision.data.drills)"})
     binding_easy: float = field(default=0.0, metadata={
         "help": "format stage only: share of the steps (the first ones) whose drills are the easy rung"})
 

@@ -8,10 +8,10 @@ options. Trained on the final letter alone, a random body never learned to answe
 (find the option the state supports, then read the letter printed before it: two attention steps
 that must form together; it sat at chance for thousands of steps). Two additions teach it:
 
-- binding drills (``core.decision_data.drills``) fill half of each format batch: records that name
+- binding drills (``core.decision.data.drills``) fill half of each format batch: records that name
   one option's text verbatim, easy ones (one line, 2-3 known values, no NOTA) for the first 60% of
   the steps, then the full kind (noise lines, made-up values, NOTA injection, up to 6 options);
-- per-option auxiliary losses (``core.decision_train.option_aux_loss``, weight 1): at each option's
+- per-option auxiliary losses (``core.decision.training.option_aux_loss``, weight 1): at each option's
   last token the body must give that option's own letter through the readout rows, and a
   training-only linear probe must tell whether the option is the answer. Each step of the circuit
   gets its own dense signal; the probe is never exported.

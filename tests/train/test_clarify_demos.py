@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from core.families import FAMILIES
-from core.scenarios import generate_scenario
-from core.user_sim import respond
+from core.clarify.families import FAMILIES
+from core.clarify.scenarios import generate_scenario
+from core.clarify.user_sim import respond
 from train.clarify_demos import EXTRA_FIELDS, QUESTIONS, UNKNOWN, DemoStyle, check_family_tables, expert_fields, play_demo
 
 SCENARIOS = [generate_scenario(seed, d) for seed in range(300) for d in ("easy", "medium", "hard")]

@@ -1,8 +1,8 @@
 """Report tables over evaluation runs."""
 
-from core.eval import run_eval, write_run
-from core.scenarios import load_scenarios
-from core.summary import summarize
+from core.runs.eval import run_eval, write_run
+from core.clarify.scenarios import load_scenarios
+from core.runs.summary import summarize
 from train.clarify_report import report
 
 

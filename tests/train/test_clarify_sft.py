@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from core.chat_policy import ChatPolicy
-from core.scenarios import generate_scenario
+from core.clarify.chat_policy import ChatPolicy
+from core.clarify.scenarios import generate_scenario
 from train.clarify_demos import DemoStyle, play_demo
 from train.clarify_sft import (SFTConfig, build_model, copy_accuracy, copy_positions, demo_episodes,
                                proposal_weights, teacher_forced, token_weights, weighted_loss)

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from core.agent import TOOL_SCHEMAS, episode_messages
-from core.environment import ClarifyEnv
+from core.clarify.agent import TOOL_SCHEMAS, episode_messages
+from core.clarify.environment import ClarifyEnv
 from core.records import ToolCall
-from core.scenarios import generate_scenario
-from core.toolcalls import render_tool_call
+from core.clarify.scenarios import generate_scenario
+from core.clarify.toolcalls import render_tool_call
 from train.clarify_tokenizer import IM_END, TAG_TOKENS
 
 

@@ -7,9 +7,9 @@ import torch
 
 from core.decision.export import load_decider
 from core.decision.prompt import check_seam, letter_token_ids, split_prompt
-from core.decision_batches import Prompt
-from core.decision_data.store import read_partition
-from core.decision_train import Judge
+from core.decision.batches import Prompt
+from core.decision.data.store import read_partition
+from core.decision.training import Judge
 from train import decision_data, decision_eval, decision_rl, decision_supervised, decision_tokenizer, decision_warmup
 from train.decision_run import Run, load_model, load_prompts
 

@@ -6,9 +6,9 @@ import torch
 from transformers import AutoModelForCausalLM
 from trl import GRPOConfig
 
-from core.chat_policy import load_chat_policy
+from core.clarify.chat_policy import load_chat_policy
 from core.records import RewardBreakdown
-from core.scenarios import CLARIFYLAB_HELDOUT_SEEDS, PUBLISHED_HELDOUT_SEEDS, TRAIN_SEEDS, load_scenarios
+from core.clarify.scenarios import CLARIFYLAB_HELDOUT_SEEDS, PUBLISHED_HELDOUT_SEEDS, TRAIN_SEEDS, load_scenarios
 from train.clarify_grpo import ClarifyArgs, build_trainer, make_rewards, scenario_dataset, training_scenarios
 from train.clarify_sft import SFTConfig, main as sft_main
 from tests.train.conftest import TINY
@@ -51,7 +51,7 @@ def test_grpo_steps_change_the_parameters(tmp_path, tiny_checkpoint):
 
 def test_each_group_plays_one_scenario(tiny_checkpoint):
     from train.clarify_grpo import make_rollout
-    from core.chat_policy import ChatPolicy
+    from core.clarify.chat_policy import ChatPolicy
     from core.records import Generation
     import random
 
@@ -71,9 +71,9 @@ def test_each_group_plays_one_scenario(tiny_checkpoint):
 
 
 def test_reward_adapters_call_the_core_rubric():
-    from core.environment import ClarifyEnv
+    from core.clarify.environment import ClarifyEnv
     from core.records import ToolCall
-    from core.scenarios import generate_scenario
+    from core.clarify.scenarios import generate_scenario
 
     s = generate_scenario(5, "medium")
     env = ClarifyEnv(s, "v1")

@@ -1,0 +1,13 @@
+"""The clarify task: a vague request, a simulated user who knows the answers, a scored plan.
+
+Modules, in the order a reader meets them: ``families`` (the five task families as data),
+``scenarios`` (the generator, the published file format, named sets; ``data/`` holds our frozen
+held-out set), ``user_sim`` (the rule-based simulated user), ``rubrics`` (v1 published scoring, v2
+corrected), ``environment`` (``ClarifyEnv``), ``toolcalls`` (a turn's text as a ``ToolCall``),
+``agent`` (what a chat model sees), ``policies`` (scripted baselines, ``make_policy``) and
+``chat_policy`` (any Hugging Face chat model as a policy). Submodules are imported by name, so
+importing the package costs nothing (``chat_policy`` pulls in torch).
+"""
+
+__all__ = ["agent", "chat_policy", "environment", "families", "policies", "rubrics", "scenarios",
+           "toolcalls", "user_sim"]

@@ -1,0 +1,166 @@
+"""Labelled evaluation sets for calibration evaluation: our test split, the
+known-posterior probe, or an uploaded JSONL/CSV file in the format below.
+
+Upload format, one labelled question per JSONL line (or CSV row with the same column names):
+
+    {"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security"],
+     "label": "billing", "kind": "choice", "context_id": "t1"}
+
+``state`` is text or a JSON object (CSV: text); ``options`` a list (CSV: one cell, options split by
+``|``); ``label`` the correct option's text (or its 0-based index); ``kind`` is ``choice`` (default),
+``score`` (options low to high) or ``noul`` (options may be omitted; label ``true`` / ``false``);
+``context_id`` groups questions about one state for the bootstrap (default: the state itself).
+Every problem is reported with its line number.
+"""
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from core.decision.questions import QUESTION_TYPES, Question, QuestionError, render_state
+
+NOTA = "None of the above"
+"""The "none of the above" option text of the triage data (always last when offered)."""
+UPLOAD_FIELDS = {"state", "question", "options", "label", "kind", "context_id"}
+MAX_UPLOAD_ROWS = 5000
+"""Larger files are refused: every row runs through the model on this CPU while the user waits."""
+
+
+class EvalSetError(ValueError):
+    """An evaluation set that cannot be used, with the line at fault."""
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One labelled question about one state."""
+
+    context_id: str
+    """Rows with the same id share a state; the bootstrap resamples whole contexts."""
+    state: str | dict
+    question: Question
+    """A validated Choice, Score or Noul."""
+    label: int
+    """0-based index of the correct option."""
+    tags: tuple[str, ...] = ()
+    """Slicing facts from the data generator, e.g. ``two_cue``, ``escalate``."""
+
+    @property
+    def nota(self) -> int | None:
+        """Index of the "None of the above" option, or None when it is not offered."""
+        opts = self.question.options
+        return opts.index(NOTA) if NOTA in opts else None
+
+
+def item_from_row(row: Any) -> EvalItem:
+    """An item from a generated data row (anything with state, question, options, kind, label, context_id)."""
+    kind = QUESTION_TYPES[row.kind]
+    q = kind(row.question, tuple(row.options)) if row.kind != "noul" else kind(row.question)
+    return EvalItem(str(row.context_id), row.state, q, int(row.label), tuple(getattr(row, "tags", ())))
+
+
+def _label_index(label: Any, options: tuple[str, ...]) -> int:
+    if isinstance(label, bool):
+        label = "true" if label else "false"
+    if isinstance(label, int):
+        if not 0 <= label < len(options):
+            raise EvalSetError(f"label {label} is outside 0..{len(options) - 1} (there are {len(options)} options)")
+        return label
+    if not isinstance(label, str) or label.strip() not in options:
+        raise EvalSetError(f"label {label!r} is not one of the options {list(options)}")
+    return options.index(label.strip())
+
+
+def parse_record(record: Mapping[str, Any]) -> EvalItem:
+    """One upload record -> an item; raises EvalSetError (without a line number) on any problem."""
+    if not isinstance(record, Mapping):
+        raise EvalSetError(f"expected an object with {sorted(UPLOAD_FIELDS)}, got {type(record).__name__}")
+    extra, missing = set(record) - UPLOAD_FIELDS, {"state", "question", "label"} - set(record)
+    if extra or missing:
+        raise EvalSetError(f"unknown field(s) {sorted(extra)}" if extra else f"missing field(s) {sorted(missing)}")
+    kind = record.get("kind") or "choice"
+    if kind not in QUESTION_TYPES:
+        raise EvalSetError(f"kind {kind!r} is not one of {list(QUESTION_TYPES)}")
+    options = record.get("options") or (["true", "false"] if kind == "noul" else [])
+    if isinstance(options, str):
+        options = [o for o in options.split("|") if o.strip()]
+    try:
+        render_state(record["state"])
+        q = QUESTION_TYPES[kind](record["question"], tuple(options) if isinstance(options, list) else options)
+    except QuestionError as err:
+        raise EvalSetError(str(err)) from None
+    label = _label_index(record["label"], q.options)
+    state = record["state"]
+    cid = record.get("context_id") or (state if isinstance(state, str) else json.dumps(state, sort_keys=True))
+    return EvalItem(str(cid), state, q, label)
+
+
+def _numbered_records(name: str, text: str) -> Iterable[tuple[int, Any]]:
+    if name.lower().endswith(".csv"):
+        reader = csv.DictReader(io.StringIO(text))
+        if reader.fieldnames is None:
+            raise EvalSetError("line 1: the CSV file has no header row")
+        for rec in reader:
+            yield reader.line_num, {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
+        return
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise EvalSetError(f"line {n}: not JSON ({err.msg} at column {err.colno})") from None
+
+
+def parse_upload(name: str, data: bytes | str) -> list[EvalItem]:
+    """Items of an uploaded ``.jsonl`` / ``.csv`` file; raises EvalSetError naming the line."""
+    if not name.lower().endswith((".jsonl", ".json", ".csv")):
+        raise EvalSetError(f"{name}: expected a .jsonl or .csv file")
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as err:
+        raise EvalSetError(f"{name} is not UTF-8 text (byte {err.start})") from None
+    items = []
+    for n, record in _numbered_records(name, text):
+        try:
+            items.append(parse_record(record))
+        except EvalSetError as err:
+            raise EvalSetError(f"line {n}: {err}") from None
+        if len(items) > MAX_UPLOAD_ROWS:
+            raise EvalSetError(f"more than {MAX_UPLOAD_ROWS} rows; upload a smaller sample")
+    if not items:
+        raise EvalSetError(f"{name} holds no rows")
+    return items
+
+
+# ---- generated sets (issue 5's data generators)
+
+
+def split_items(contexts: int, seed: int = 0, partition: str = "test") -> list[EvalItem]:
+    """The first ``contexts`` contexts of one of our data partitions (three questions each)."""
+    from core.decision.data import DataSpec, build_partition
+
+    return [item_from_row(r) for r in build_partition(partition, contexts, seed, DataSpec())]
+
+
+def probe_items(tickets_per_kind: int, seed: int = 0) -> list[EvalItem]:
+    """The known-posterior probe: one-cue and two-cue tickets, department and escalation questions."""
+    from core.decision.data import probe_rows
+
+    return [item_from_row(r) for r in probe_rows(seed, tickets_per_kind)]
+
+
+SOURCES = ("our test split", "known-posterior probe", "uploaded file")
+"""The evaluation sets the calibration view offers."""
+
+
+def load_items(source: str, contexts: int, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
+    """Items of one of ``SOURCES``: ``contexts`` test contexts, probe tickets per kind, or the file."""
+    if source == SOURCES[2]:
+        if not upload:
+            raise EvalSetError("upload a .jsonl or .csv file first (format: see 'Upload format')")
+        with open(upload, "rb") as fh:
+            return parse_upload(str(upload), fh.read())
+    if source not in SOURCES:
+        raise EvalSetError(f"unknown evaluation set {source!r}; pick one of {list(SOURCES)}")
+    return split_items(contexts, seed) if source == SOURCES[0] else probe_items(contexts, seed)

@@ -1,0 +1,252 @@
+"""Calibration reports per model: run a Decider over labelled items, then summarise.
+
+Every number comes from ``core.calibration`` (metrics, reliability bins, selective curve) and
+``core.stats`` (context-clustered bootstrap intervals); this module only arranges them per model,
+adds intervals for the metrics the core report leaves as point values (classwise ECE, NOTA rates,
+AURC), and offers temperature scaling as a clearly separate post-hoc reference: T is fitted on one
+part of the contexts and every scaled number is reported on the other part only.
+
+    probs = probabilities(decider, items)
+    report = model_report("rlcd", items, probs)
+"""
+
+import hashlib
+import time
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from core import calibration as cal
+from core.decision.evalsets import EvalItem
+from core.stats import Interval, bootstrap_mean, bootstrap_statistic
+
+RESAMPLES = 300
+"""Bootstrap draws per interval: the view recomputes on every click (reports elsewhere use 1000)."""
+METRICS = (("accuracy", "accuracy"), ("ece", "ECE (15 bins)"), ("classwise_ece", "classwise ECE"),
+           ("brier", "Brier"), ("mean_confidence", "mean confidence"), ("aurc", "AURC"),
+           ("nota_recall", "NOTA recall"), ("nota_false_alarm", "NOTA false alarm"))
+"""Report metric keys, in table order, with their display names."""
+PROBE_GROUPS = (("one-cue department", ("one_cue", "department"), 1.0),
+                ("two-cue department", ("two_cue", "department"), 0.5),
+                ("escalate", ("escalate",), 0.9))
+"""Probe bar -> (tags a row must carry, ideal mean top probability)."""
+PUBLISHED_PROBE = {"warmup": {"two-cue department": 0.798}, "RLCD": {"two-cue department": 0.593, "escalate": 0.932},
+                   "RLVR": {"two-cue department": 0.990, "escalate": 1.000}, "oracle": {"two-cue department": 0.630}}
+"""Published known-posterior probe means (held-out tickets), for reference beside ours."""
+NAN = Interval(float("nan"), float("nan"), float("nan"), 0)
+
+
+def probabilities(decider, items: Sequence[EvalItem]) -> list[list[float]]:
+    """Each item's option probabilities; questions about one context share one Decider call."""
+    groups: dict[tuple, list[int]] = {}
+    for i, item in enumerate(items):
+        key = (item.context_id, repr(item.state))
+        groups.setdefault(key, []).append(i)
+    out: list[list[float]] = [[] for _ in items]
+    for idx in groups.values():
+        answers = decider.decide(items[idx[0]].state, [items[i].question for i in idx])
+        for i, ans in zip(idx, answers):
+            out[i] = list(ans.probs.values())
+    return out
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """One model on one evaluation set: metrics with intervals, reliability bins, selective curve."""
+
+    name: str
+    n: int
+    metrics: dict[str, Interval]
+    """METRICS key -> value with its 95% context-clustered bootstrap interval (NaN when undefined)."""
+    bins: list[cal.ReliabilityBin]
+    curve: cal.SelectiveCurve
+    note: str = ""
+    """How the rows were chosen (e.g. the post-hoc temperature), shown beside the name."""
+
+
+def _classwise_statistic(items: Sequence[EvalItem], probs: Sequence[Sequence[float]]):
+    """Classwise ECE needs fixed classes: group rows by (question, option set), put each row's
+    probabilities in sorted-option order, and weight each group's classwise ECE by its rows."""
+    keys, canon, labels = [], [], []
+    for item, p in zip(items, probs):
+        opts = item.question.options
+        order = sorted(range(len(opts)), key=lambda k: opts[k])
+        keys.append((item.question.text, tuple(opts[k] for k in order)))
+        canon.append([p[k] for k in order])
+        labels.append(order.index(item.label))
+    _, gid = np.unique(np.array([repr(k) for k in keys]), return_inverse=True)
+
+    def statistic(idx: np.ndarray) -> float:
+        total = 0.0
+        for g in np.unique(gid[idx]):
+            sel = idx[gid[idx] == g]
+            total += sel.size * cal.classwise_ece([canon[i] for i in sel], [labels[i] for i in sel])
+        return total / idx.size
+
+    return statistic
+
+
+def _interval(statistic, n: int, clusters, seed: int) -> Interval:
+    if n == 0 or math.isnan(statistic(np.arange(n))):
+        return NAN  # e.g. no row offers NOTA: the rate is undefined, not zero
+    return bootstrap_statistic(statistic, n, clusters, resamples=RESAMPLES, seed=seed)
+
+
+def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
+                 seed: int = 0, note: str = "") -> ModelReport:
+    """Every METRICS entry with its interval, plus the reliability bins and the selective curve."""
+    labels, clusters = [it.label for it in items], [it.context_id for it in items]
+    base = cal.calibration_report(probs, labels, clusters, resamples=RESAMPLES, seed=seed)
+    preds = np.array([int(np.argmax(p)) for p in probs])
+    y, nota = np.array(labels), [it.nota for it in items]
+
+    def nota_rate(which: str):
+        return lambda idx: getattr(cal.nota_rates(preds[idx].tolist(), y[idx].tolist(), [nota[i] for i in idx]), which)
+
+    extra = {"classwise_ece": _classwise_statistic(items, probs),
+             "aurc": lambda idx: cal.selective_curve([probs[i] for i in idx], y[idx].tolist()).aurc,
+             "nota_recall": nota_rate("recall"), "nota_false_alarm": nota_rate("false_alarm")}
+    metrics = {k: getattr(base, k) for k in ("accuracy", "ece", "brier", "mean_confidence")}
+    metrics.update({k: _interval(f, len(items), clusters, seed) for k, f in extra.items()})
+    return ModelReport(name, len(items), {k: metrics[k] for k, _ in METRICS},
+                       cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note)
+
+
+def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
+    """Table rows: metric, then ``value [lo, hi]`` per report ("—" when undefined)."""
+    def cell(iv: Interval) -> str:
+        return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
+
+    rows = [[label] + [cell(r.metrics[key]) for r in reports] for key, label in METRICS]
+    return rows + [["rows (contexts resampled)"] + [str(r.n) for r in reports]]
+
+
+# ---- temperature scaling: a post-hoc reference, never the model's own numbers
+
+
+def split_contexts(items: Sequence[EvalItem], fit_fraction: float = 0.5, seed: int = 0) -> tuple[list[int], list[int]]:
+    """(fit rows, report rows): whole contexts, assigned by a hash of (seed, context id)."""
+    if not 0.0 < fit_fraction < 1.0:
+        raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
+    def u(cid: str) -> float:
+        return int(hashlib.sha256(f"{seed}/{cid}".encode()).hexdigest()[:12], 16) / 16**12
+    fit = [i for i, it in enumerate(items) if u(it.context_id) < fit_fraction]
+    rest = [i for i, it in enumerate(items) if u(it.context_id) >= fit_fraction]
+    return fit, rest
+
+
+def scale(probs: Sequence[Sequence[float]], temperature: float) -> list[list[float]]:
+    """softmax(log p / T) per row: T > 1 softens, T < 1 sharpens; zeros stay zero."""
+    out = []
+    for p in probs:
+        p = np.asarray(p, dtype=np.float64)
+        logp = np.log(np.clip(p, 1e-300, None)) / temperature
+        q = np.where(p > 0, np.exp(logp - logp.max()), 0.0)
+        out.append((q / q.sum()).tolist())
+    return out
+
+
+def fit_temperature(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> float:
+    """The T in [0.05, 20] minimising mean negative log-likelihood of the labels (bounded 1-D search)."""
+    from scipy.optimize import minimize_scalar
+
+    if not len(probs):
+        raise ValueError("no rows to fit a temperature on")
+
+    def nll(log_t: float) -> float:
+        scaled = scale(probs, math.exp(log_t))
+        return -float(np.mean([math.log(max(q[y], 1e-300)) for q, y in zip(scaled, labels)]))
+
+    return float(math.exp(minimize_scalar(nll, bounds=(math.log(0.05), math.log(20.0)), method="bounded").x))
+
+
+@dataclass(frozen=True)
+class TemperatureReference:
+    """Raw and temperature-scaled reports on the same held-out rows."""
+
+    temperature: float
+    fit_rows: int
+    raw: ModelReport
+    scaled: ModelReport
+
+
+def temperature_reference(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
+                          fit_fraction: float = 0.5, seed: int = 0) -> TemperatureReference:
+    """Fit T on ``fit_fraction`` of the contexts; report raw vs scaled on the rest only."""
+    fit, rest = split_contexts(items, fit_fraction, seed)
+    if not fit or not rest:
+        raise ValueError(f"{len(items)} rows are too few to hold out contexts for a temperature fit")
+    t = fit_temperature([probs[i] for i in fit], [items[i].label for i in fit])
+    held, held_probs = [items[i] for i in rest], [probs[i] for i in rest]
+    note = f"post-hoc: T = {t:.2f} fitted on {len(fit)} other rows"
+    return TemperatureReference(t, len(fit), model_report(f"{name} (raw, held-out part)", held, held_probs, seed=seed),
+                                model_report(f"{name} × T={t:.2f} (post-hoc)", held, scale(held_probs, t),
+                                             seed=seed, note=note))
+
+
+# ---- the known-posterior probe
+
+
+@dataclass(frozen=True)
+class ProbeSummary:
+    """Mean top probability per probe group, with intervals, and the ideal value of each."""
+
+    name: str
+    groups: dict[str, Interval] = field(default_factory=dict)
+    ideal: dict[str, float] = field(default_factory=dict)
+
+
+def probe_summary(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], seed: int = 0) -> ProbeSummary:
+    """Mean max p on one-cue (ideal 1.0) and two-cue (0.5) department rows and escalation rows (0.90)."""
+    groups, ideal = {}, {}
+    for label, tags, target in PROBE_GROUPS:
+        idx = [i for i, it in enumerate(items) if all(t in it.tags for t in tags)]
+        groups[label] = bootstrap_mean([max(probs[i]) for i in idx], [items[i].context_id for i in idx],
+                                       resamples=RESAMPLES, seed=seed)
+        ideal[label] = target
+    return ProbeSummary(name, groups, ideal)
+
+
+def probe_rows(summaries: Sequence[ProbeSummary]) -> tuple[list[str], list[list]]:
+    """(columns, rows) of the probe table: group, ideal, ``mean [lo, hi]`` per model, published values."""
+    def cell(iv: Interval) -> str:
+        return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
+
+    groups = list(summaries[0].groups) if summaries else [g for g, _, _ in PROBE_GROUPS]
+    ideal = {g: target for g, _, target in PROBE_GROUPS}
+    cols = ["group", "ideal", *[s.name for s in summaries], *[f"published {a}" for a in PUBLISHED_PROBE]]
+    rows = [[g, ideal[g], *[cell(s.groups[g]) for s in summaries], *[PUBLISHED_PROBE[a].get(g, "") for a in PUBLISHED_PROBE]]
+            for g in groups]
+    return cols, rows
+
+
+# ---- one press of Evaluate / Run probe
+
+
+@dataclass(frozen=True)
+class CalibrationView:
+    """Reports of one or two models on one evaluation set, and the optional post-hoc references."""
+
+    reports: list[ModelReport]
+    references: list[TemperatureReference]
+    seconds: float
+    """Wall time of scoring and summarising."""
+
+
+def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0) -> CalibrationView:
+    """Score ``items`` under each decider (name -> Decider) and summarise each model."""
+    start = time.perf_counter()
+    reports, refs = [], []
+    for name, decider in deciders.items():
+        probs = probabilities(decider, items)
+        reports.append(model_report(name, items, probs, seed=seed))
+        if temperature:
+            refs.append(temperature_reference(name, items, probs, seed=seed))
+    return CalibrationView(reports, refs, time.perf_counter() - start)
+
+
+def probe_view(deciders: dict, items: Sequence[EvalItem], seed: int = 0) -> list[ProbeSummary]:
+    """The probe summary of each decider (name -> Decider)."""
+    return [probe_summary(name, items, probabilities(d, items), seed) for name, d in deciders.items()]

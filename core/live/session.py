@@ -1,0 +1,346 @@
+"""Live play: one browser session's episodes as a deep-copyable record, stepped turn by turn.
+
+Three modes. *watch*: a model plays a scenario against the simulated user. *user*: the model
+asks and a person answers; the simulator's own rule (``user_sim.match_field``) decides which
+field a question is about, and that field counts as revealed only when the person's answer
+states its hidden value (``values_equal_v2``: the value as a whole phrase, no other value of the
+field's vocabulary), so the score is what the simulator would have earned with the same
+information. *agent*: a person asks the simulated user and submits the plan.
+
+A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; models come from
+``core.registry.ModelCache``. Every core call here copies the session first and returns the copy.
+Finished episodes are saved as a run under ``<replays>/sessions/`` for the Replays tab.
+"""
+
+import copy
+import json
+import re
+import secrets
+import threading
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from core.clarify.environment import ClarifyEnv, parse_plan
+from core.runs.episode_log import write_episodes
+from core.clarify.families import FAMILIES
+from core.records import Episode, Generation, Scenario, ToolCall
+from core.registry import ModelCache, ModelEntry, Progress
+from core.clarify.rubrics import values_equal_v2
+from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.live.streaming import GenerationSettings, stream_turn
+from core.runs.summary import summarize
+from core.clarify.toolcalls import parse_tool_call, render_tool_call
+from core.runs.transcripts import chat_messages, turn_messages
+from core.clarify.user_sim import match_field, normalise_question
+
+Mode = Literal["watch", "user", "agent"]
+MODES: dict[str, str] = {"watch": "Watch", "user": "You are the user", "agent": "You are the agent"}
+SESSIONS_DIR = "sessions"
+"""Sub-folder of the replays directory that holds live sessions' runs."""
+HELDOUT_SPEC = "clarifyrl-heldout"
+FAMILY_SEARCH_LIMIT = 10_000
+"""How many seeds past the given one to scan for a scenario of the chosen family."""
+_SESSION_ID = re.compile(r"^live-[0-9a-f]{12}$")
+
+
+class LiveError(ValueError):
+    """A live-play request that cannot be carried out; the message says why."""
+
+
+@dataclass
+class PendingQuestion:
+    """User mode: the model's question, waiting for the person's answer."""
+
+    raw: str
+    call: ToolCall
+    field: str | None
+    """The field the simulator's rule says the question is about (None: no field)."""
+
+
+class HumanUserEnv(ClarifyEnv):
+    """A ClarifyEnv whose questions are answered by a person (``next_answer``), scored by the
+    simulator's field rule plus a check that the answer states the hidden value."""
+
+    next_answer: str = ""
+
+    def _ask(self, question: Any) -> tuple[dict, float]:
+        result, reward = super()._ask(question)
+        if "error" in result or result.get("over_cap"):
+            return result, reward
+        field_ = result["field_revealed"]
+        result = {**result, "answer": self.next_answer, "simulator_answer": result["answer"]}
+        if field_ is not None and not values_equal_v2(field_, self.next_answer, self.scenario.hidden_profile[field_]):
+            del self.revealed[field_]  # asked about the field, but the answer did not state it
+            result.update(field_revealed=None, answer_missed=field_)
+            reward = self._ask_rewards["no_field_matched"]
+        return result, reward
+
+
+@dataclass
+class LiveSession:
+    """One browser session's live play: the current episode and the finished ones."""
+
+    session_id: str
+    mode: Mode
+    entry: ModelEntry | None
+    """The playing model's registry entry (None in agent mode)."""
+    model_label: str
+    """Policy identity written into episode logs (``model:<location>`` or ``human``)."""
+    settings: GenerationSettings
+    env: ClarifyEnv
+    episodes: list[Episode] = field(default_factory=list)
+    """Finished episodes of this session, in play order (the current one once it has ended)."""
+    sample: int = 0
+    """Sample index of the current episode: how many episodes the session had before it."""
+    draft: str = ""
+    """The model's text of the turn being generated (empty between turns)."""
+    draft_tokens: int = 0
+    pending: PendingQuestion | None = None
+    status: str = ""
+    stopped: bool = False
+    """The last generation was stopped by the person."""
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.env.scenario
+
+    @property
+    def done(self) -> bool:
+        return self.env.done
+
+    @property
+    def run_name(self) -> str:
+        """The Replays run this session's episodes form (one per rubric version)."""
+        return f"{SESSIONS_DIR}/{self.session_id}-{self.env.rubric}"
+
+    def budget(self) -> dict[str, int]:
+        """Questions and steps left in the current episode."""
+        s, env = self.scenario, self.env
+        return {"questions_left": s.max_questions - env.questions_asked, "max_questions": s.max_questions,
+                "steps_left": s.max_steps - env.steps, "max_steps": s.max_steps}
+
+    def episode(self) -> Episode:
+        """The current episode as a record (scored once ended)."""
+        extra = {"mode": self.mode, "live": True}
+        gen = self.settings.generation() if self.mode != "agent" else Generation()
+        gen = gen.model_copy(update={"extra": extra})
+        return self.env.episode(self.model_label, sample=self.sample, generation=gen)
+
+
+def new_session_id() -> str:
+    return "live-" + secrets.token_hex(6)
+
+
+def pick_scenario(source: str, family: str, difficulty: str, seed: int, heldout_index: int = 0) -> Scenario:
+    """A generated scenario of (family, difficulty, seed), or a published held-out one by index.
+
+    The generator draws the family from the seed, so a chosen family takes the first seed at or
+    after ``seed`` whose scenario has that family ("any" takes ``seed`` itself).
+    """
+    if source == "heldout":
+        scenarios = load_scenarios(HELDOUT_SPEC)
+        if not 0 <= heldout_index < len(scenarios):
+            raise LiveError(f"held-out index must be in 0..{len(scenarios) - 1}, got {heldout_index}")
+        return scenarios[heldout_index]
+    if family not in ("any", *FAMILIES):
+        raise LiveError(f"unknown family {family!r}; expected any or one of {', '.join(FAMILIES)}")
+    for s in range(int(seed), int(seed) + FAMILY_SEARCH_LIMIT):
+        scenario = generate_scenario(s, difficulty)
+        if family in ("any", scenario.family):
+            return scenario
+    raise LiveError(f"no {family} scenario within {FAMILY_SEARCH_LIMIT} seeds of {seed}")
+
+
+def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry | None = None,
+          settings: GenerationSettings = GenerationSettings(), previous: "LiveSession | None" = None) -> LiveSession:
+    """A new episode; the session (id, finished episodes) carries over from ``previous``."""
+    if mode not in MODES:
+        raise LiveError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode != "agent" and entry is None:
+        raise LiveError(f"{MODES[mode]} needs a model: pick one first")
+    entry = entry if mode != "agent" else None
+    env = (HumanUserEnv if mode == "user" else ClarifyEnv)(scenario, rubric)
+    keep = previous if previous is not None and previous.env.rubric == rubric else None
+    return LiveSession(session_id=keep.session_id if keep else new_session_id(), mode=mode, entry=entry,
+                       model_label=f"model:{entry.location}" if entry else "human", settings=settings,
+                       env=env, episodes=list(keep.episodes) if keep else [],
+                       sample=len(keep.episodes) if keep else 0, status=f"{MODES[mode]}: {scenario.id}")
+
+
+# ---- the model's turns ----------------------------------------------------------------------
+
+
+def _needs_person(session: LiveSession, call: ToolCall | None) -> bool:
+    """User mode: a well-formed ask_question within budget is answered by the person."""
+    env = session.env
+    return (session.mode == "user" and call is not None and call.name == "ask_question"
+            and set(call.arguments) == {"question"} and isinstance(call.arguments["question"], str)
+            and env.questions_asked < session.scenario.max_questions)
+
+
+def _apply_model_text(session: LiveSession, raw: str) -> None:
+    """Parse a finished model turn and step the env, or park it for the person (user mode)."""
+    call, error = parse_tool_call(raw)
+    if _needs_person(session, call):
+        question = normalise_question(call.arguments["question"][:200])
+        asked = match_field(question, session.scenario.hidden_profile, session.env.rubric)
+        session.pending = PendingQuestion(raw=raw, call=call, field=asked)
+        session.status = "the model asks you a question: answer it below"
+        return
+    session.env.step(call, raw, error)
+
+
+def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threading.Event,
+                min_interval: float = 0.05) -> Iterator[LiveSession]:
+    """Generate model turns until the episode ends, the person must answer, or ``stop`` is set.
+
+    Yields the session as text streams in (at most every ``min_interval`` seconds, plus once per
+    finished turn). Closing the iterator stops generation at the next token.
+    """
+    session = copy.deepcopy(session)
+    if session.mode == "agent" or session.pending is not None or session.done:
+        yield session
+        return
+    from core.clarify.chat_policy import ChatPolicy  # torch is imported only once a model plays
+
+    session.stopped, session.draft = False, ""
+    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation())
+    while not session.done and session.pending is None:
+        seed = session.settings.seed * 1000 + len(session.env.turns)
+        ids: list[int] = []
+        session.status = f"generating turn {len(session.env.turns) + 1}"
+        with closing(stream_turn(policy, session.env, stop, seed, min_interval)) as stream:
+            for session.draft, ids in stream:
+                session.draft_tokens = len(ids)
+                yield session
+        finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
+        raw, session.draft, session.draft_tokens = session.draft, "", 0
+        if stop.is_set() and not finished:
+            session.stopped = True
+            session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
+            yield session
+            return
+        _apply_model_text(session, raw)
+        _settle(session)
+        yield session
+
+
+def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Event,
+              progress: Progress | None = None) -> Iterator[LiveSession]:
+    """Load the session's model (once per process, through ``cache``) and let it take its turns."""
+    if session is None:
+        raise LiveError("start an episode first")
+    if session.mode == "agent" or session.done or session.pending is not None:
+        yield session
+        return
+    loaded = cache.get(session.entry, session.settings.int8, progress)
+    yield from model_turns(session, loaded.model, loaded.tokenizer, stop)
+
+
+def _settle(session: LiveSession) -> None:
+    """After a step: when the episode has ended, file it with the session's episodes."""
+    if session.done and len(session.episodes) == session.sample:
+        session.episodes.append(session.episode())
+        session.status = f"episode ended ({session.env.termination}): score {session.env.score:.3f}"
+
+
+# ---- the person's moves -----------------------------------------------------------------------
+
+
+def answer_question(session: LiveSession, text: str) -> LiveSession:
+    """User mode: the person's answer to the pending question; the env steps with it."""
+    if session is None or session.pending is None:
+        raise LiveError("there is no question waiting for an answer")
+    if not isinstance(text, str) or not text.strip():
+        raise LiveError("type an answer first")
+    session = copy.deepcopy(session)
+    pending, session.pending = session.pending, None
+    session.env.next_answer = text.strip()[:500]
+    session.env.step(pending.call, pending.raw)
+    session.status = "answer recorded"
+    _settle(session)
+    return session
+
+
+def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
+    """Agent mode: the person calls a tool (its text is the question or the plan JSON)."""
+    if session is None:
+        raise LiveError("start an episode first")
+    if session.mode != "agent":
+        raise LiveError("tool calls by hand are for the 'You are the agent' mode")
+    if session.done:
+        raise LiveError("the episode has ended: start a new one")
+    if tool == "ask_question":
+        if not text.strip():
+            raise LiveError("type a question first")
+        call = ToolCall(name=tool, arguments={"question": text.strip()})
+    elif tool == "propose_plan":
+        plan, error = parse_plan(text)
+        if plan is None:
+            raise LiveError(f"the plan must be a JSON object such as {{\"date\": \"today\"}}: {error}")
+        call = ToolCall(name=tool, arguments={"plan": text.strip()})
+    elif tool == "get_task_info":
+        call = ToolCall(name=tool, arguments={})
+    else:
+        raise LiveError(f"unknown tool {tool!r}")
+    session = copy.deepcopy(session)
+    session.env.step(call, render_tool_call(call))
+    session.status = f"{tool} done"
+    _settle(session)
+    return session
+
+
+def plan_skeleton(session: LiveSession) -> str:
+    """A plan with every required key and an empty value: a starting point for the person."""
+    return json.dumps({key: "" for key in session.scenario.required_keys}, indent=1)
+
+
+# ---- saving ---------------------------------------------------------------------------------
+
+
+def save_run(session: LiveSession, replays_dir: str | Path) -> Path:
+    """Write the session's finished episodes as a run under ``<replays_dir>/sessions/``.
+
+    Returns the ``episodes.jsonl`` path. The folder name comes only from the session id, which
+    is checked, so nothing is ever written outside the replays directory.
+    """
+    if not _SESSION_ID.match(session.session_id):
+        raise LiveError(f"bad session id {session.session_id!r}")
+    if not session.episodes:
+        raise LiveError("no finished episode to save yet")
+    base = Path(replays_dir).resolve()
+    out = (base / session.run_name).resolve()
+    if not out.is_relative_to(base):
+        raise LiveError("refusing to write outside the replays directory")
+    log = out / "episodes.jsonl"
+    write_episodes(log, session.episodes)
+    summary = summarize(session.episodes, policy="live session", scenarios="live play")
+    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return log
+
+
+# ---- what the page shows --------------------------------------------------------------------
+
+
+def messages(session: LiveSession) -> list[dict]:
+    """The transcript as chat messages: the Replays rendering of every step, then the turn
+    being generated (or the question waiting for the person)."""
+    episode = session.episode()
+    if session.done:
+        return chat_messages(episode)
+    out = [{"role": "user", "content": session.scenario.request}]
+    for turn in session.env.turns:
+        out.extend(turn_messages(episode, turn))
+    if session.draft:
+        out.append({"role": "assistant", "content": f"✍️ *generating ({session.draft_tokens} tokens)*\n"
+                    f"```\n{session.draft}\n```"})
+    if session.pending is not None:
+        question = session.pending.call.arguments["question"]
+        about = session.pending.field or "no field (the simulator would not reveal anything)"
+        out.append({"role": "assistant", "content": str(question)})
+        out.append({"role": "assistant", "content": f"```\n{session.pending.raw.strip()}\n```",
+                    "metadata": {"title": f"ask_question → waiting for your answer · about: {about}",
+                                 "status": "pending"}})
+    return out

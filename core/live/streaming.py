@@ -1,0 +1,137 @@
+"""Streaming one agent turn from a chat model, with a Stop that halts the computation itself.
+
+The turn is sampled by ``ChatPolicy.sample`` (the same prompt, sampling and end-of-message rule
+as evaluation and training) in a worker thread, with a streamer that queues each new token for
+the caller. The streamer checks the stop flags before accepting a token and raises ``Stopped``
+inside ``generate`` when one is set, so Stop (or the caller going away) ends the forward passes
+within one token rather than just hiding their output.
+"""
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+from core.clarify.environment import ClarifyEnv
+from core.records import Generation
+
+if TYPE_CHECKING:  # importing the policy pulls in torch: only when a model actually plays
+    from core.clarify.chat_policy import ChatPolicy
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How a live turn is sampled (defaults: the published model cards' chat settings)."""
+
+    temperature: float = 0.7
+    """0 means greedy decoding."""
+    max_new_tokens: int = 120
+    """Cap per turn; a model that never stops is cut here (endless text)."""
+    seed: int = 0
+    """Sampling seed; turn ``i`` of an episode samples with ``seed * 1000 + i``."""
+    int8: bool = False
+    """Load the model with int8 dynamic quantisation of its Linear layers."""
+
+    def __post_init__(self):
+        if not 0.0 <= self.temperature <= 5.0:
+            raise ValueError(f"temperature must be in [0, 5], got {self.temperature}")
+        if not 1 <= self.max_new_tokens <= 2048:
+            raise ValueError(f"max new tokens must be in [1, 2048], got {self.max_new_tokens}")
+        if not 0 <= self.seed < 2**31:
+            raise ValueError(f"seed must be in [0, 2^31), got {self.seed}")
+
+    def generation(self) -> Generation:
+        return Generation(temperature=self.temperature, top_p=1.0, max_new_tokens=self.max_new_tokens,
+                          seed=self.seed)
+
+
+class Stopped(Exception):
+    """Raised inside ``generate`` by the streamer when the turn was stopped."""
+
+
+class TokenQueue:
+    """A ``generate`` streamer: drops the prompt, queues new token ids, raises once stopped."""
+
+    def __init__(self, *flags: threading.Event):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.flags = flags
+        self.prompt_seen = False
+        self.finished = threading.Event()
+        """Set once generation has ended; the consumer sleeps on it between display updates."""
+
+    def put(self, value):
+        if not self.prompt_seen:  # generate() pushes the prompt first
+            self.prompt_seen = True
+            return
+        if any(flag.is_set() for flag in self.flags):
+            raise Stopped
+        self.queue.put(value.reshape(-1).tolist())
+
+    def end(self):
+        self.queue.put(None)
+        self.finished.set()
+
+
+def turn_text(tokenizer: Any, ids: list[int]) -> str:
+    """A turn's text exactly as ``ChatPolicy.advance`` decodes it (control tokens dropped)."""
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sample_seed: int,
+                min_interval: float = 0.05) -> Iterator[tuple[str, list[int]]]:
+    """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
+
+    Text is decoded at most every ``min_interval`` seconds (the first token at once, the whole
+    turn at the end), so a fast model is not slowed by decoding for a display that cannot keep
+    up. Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
+    thread is joined before this returns, so no computation outlives the turn.
+    """
+    closed = threading.Event()
+    streamer, failure = TokenQueue(stop, closed), []
+    dialog = policy.start(env)
+
+    def work():
+        try:
+            policy.sample([dialog], sample_seed, streamer=streamer)
+        except Stopped:
+            pass
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            failure.append(exc)
+        finally:
+            streamer.end()
+
+    worker = threading.Thread(target=work, name="live-generate", daemon=True)
+    worker.start()
+    ids: list[int] = []
+    last = float("-inf")
+    try:
+        while (chunk := streamer.queue.get()) is not None:
+            done = _drain(streamer.queue, ids, chunk)
+            if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
+                ids = ids[:ids.index(policy.eos_id) + 1]
+            if done:
+                break
+            if time.monotonic() - last >= min_interval:
+                last = time.monotonic()
+                yield turn_text(policy.tokenizer, ids), list(ids)
+                # Sleep until the next display update instead of waking once per token: on a
+                # fast model those wake-ups cost ~15% of the generation's time.
+                streamer.finished.wait(max(0.0, min_interval - (time.monotonic() - last)))
+        yield turn_text(policy.tokenizer, ids), ids
+    finally:
+        closed.set()  # the consumer is gone or done: no token after this one
+        worker.join()
+    if failure:
+        raise RuntimeError(f"generation failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
+
+
+def _drain(tokens: queue.SimpleQueue, ids: list[int], chunk: list[int]) -> bool:
+    """Add ``chunk`` and every chunk already queued to ``ids``; True once the end marker came."""
+    while chunk is not None:
+        ids.extend(chunk)
+        try:
+            chunk = tokens.get_nowait()
+        except queue.Empty:
+            return False
+    return True

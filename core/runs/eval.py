@@ -1,0 +1,181 @@
+"""Evaluation runner: play a policy over a scenario set, log every episode, summarise the run.
+
+    python -m core.runs.eval --policy oracle --scenarios clarifyrl-heldout --limit 50 --rubric v1 --out runs/oracle
+    python -m core.runs.eval compare runs/a runs/b [--json OUT]
+
+A run directory holds ``episodes.jsonl`` (core.runs.episode_log) and ``summary.json`` (core.runs.summary).
+Episode k of a scenario gets its own ``random.Random`` seeded from (seed, scenario id, k), so a
+run is reproducible and independent of the order scenarios are played in.
+"""
+
+import argparse
+import json
+import random
+import shlex
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from core.clarify.environment import ClarifyEnv
+from core.runs.episode_log import read_episodes, write_episodes
+from core.clarify.policies import SCRIPTED, Policy, make_policy
+from core.records import Episode, Generation, Scenario
+from core.clarify.rubrics import RubricVersion
+from core.clarify.scenarios import SPEC_HELP, load_scenarios
+from core.runs.summary import Comparison, RunSummary, compare, summarize
+
+PROGRESS_MIN = 200
+"""Show a progress bar (when asked) only for runs of at least this many episodes."""
+
+
+def episode_rng(seed: int, scenario: Scenario, sample: int) -> random.Random:
+    """The random stream of one episode (string seeds hash deterministically across runs)."""
+    return random.Random(f"{seed}:{scenario.id}:{sample}")
+
+
+def play_episode(policy: Policy, scenario: Scenario, *, sample: int = 0, rubric: RubricVersion = "v1",
+                 seed: int = 0) -> Episode:
+    """One complete scored episode of ``policy`` on ``scenario``."""
+    env = ClarifyEnv(scenario, rubric)
+    policy.play(env, episode_rng(seed, scenario, sample))
+    if not env.done:
+        raise RuntimeError(f"policy {policy.name!r} returned before the episode ended")
+    return env.episode(policy.name, sample=sample, generation=getattr(policy, "generation", None))
+
+
+def play_samples(policy: Policy, scenario: Scenario, samples: int, *, rubric: RubricVersion = "v1",
+                 seed: int = 0) -> list[Episode]:
+    """The ``samples`` episodes of one scenario played in lockstep by a batching policy (one
+    generate call per step), from one random stream per scenario (sample 0's)."""
+    envs = [ClarifyEnv(scenario, rubric) for _ in range(samples)]
+    policy.play_batch(envs, episode_rng(seed, scenario, 0))
+    return [env.episode(policy.name, sample=k, generation=getattr(policy, "generation", None))
+            for k, env in enumerate(envs)]
+
+
+def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: int = 1, rubric: RubricVersion = "v1",
+             seed: int = 0, progress: bool = False, batch_samples: bool = False) -> list[Episode]:
+    """Play every scenario ``samples`` times; episodes in scenario order, samples adjacent.
+
+    ``batch_samples`` plays a scenario's samples as one batch when the policy can (chat models):
+    several times faster on CPU, seeded per scenario rather than per episode.
+    """
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    if isinstance(policy, str):
+        policy = make_policy(policy)
+    bar = None
+    if progress and len(scenarios) * samples >= PROGRESS_MIN:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(scenarios) * samples, desc=policy.name, unit="ep", file=sys.stderr)
+    batched = batch_samples and hasattr(policy, "play_batch")
+    episodes = []
+    for scenario in scenarios:
+        if batched:
+            episodes += play_samples(policy, scenario, samples, rubric=rubric, seed=seed)
+        else:
+            episodes += [play_episode(policy, scenario, sample=k, rubric=rubric, seed=seed) for k in range(samples)]
+        if bar is not None:
+            bar.update(samples)
+    if bar is not None:
+        bar.close()
+    return episodes
+
+
+def write_run(out: str | Path, episodes: Sequence[Episode], summary: RunSummary) -> None:
+    """Write ``episodes.jsonl`` and ``summary.json`` into a run directory."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_episodes(out / "episodes.jsonl", episodes)
+    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def read_run(path: str | Path) -> list[Episode]:
+    """The episodes of a run directory (or of a ``.jsonl`` file)."""
+    path = Path(path)
+    log = path / "episodes.jsonl" if path.is_dir() else path
+    if not log.exists():
+        raise ValueError(f"{path} holds no episodes.jsonl")
+    return read_episodes(log).episodes
+
+
+def compare_runs(a: str | Path, b: str | Path) -> Comparison:
+    """Paired difference of avg_score between two run directories."""
+    return compare(read_run(a), read_run(b), name_a=str(a), name_b=str(b))
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m core.runs.eval",
+        description="Play a policy over a scenario set; write DIR/episodes.jsonl and DIR/summary.json. "
+        "Compare two runs with: python -m core.runs.eval compare DIR_A DIR_B [--json OUT].")
+    p.add_argument("--policy", required=True,
+                   help=f"scripted policy ({', '.join(SCRIPTED)}) or model:PATH for a chat checkpoint")
+    p.add_argument("--scenarios", required=True, help=f"scenario set: {SPEC_HELP}")
+    p.add_argument("--limit", type=int, default=None, help="play only the first N scenarios of the set")
+    p.add_argument("--samples", type=int, default=1, help="episodes per scenario (K); the CI then resamples scenarios")
+    p.add_argument("--rubric", choices=("v1", "v2"), default="v1",
+                   help="v1: the published simulator and scoring (for published comparisons); v2: corrected")
+    p.add_argument("--seed", type=int, default=0, help="base seed of every episode's random stream")
+    p.add_argument("--temperature", type=float, default=None, help="model policies: sampling temperature (default: the policy's)")
+    p.add_argument("--top-p", type=float, default=None, help="model policies: nucleus sampling mass (default: the policy's)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="model policies: token limit per turn (default: the policy's)")
+    p.add_argument("--batch-samples", action="store_true",
+                   help="model policies: play a scenario's K samples as one batch (faster; seeded per scenario)")
+    p.add_argument("--out", required=True, help="run directory to write (created if missing)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar (shown on stderr for long runs)")
+    return p
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m core.runs.eval compare",
+                                description="Paired difference of avg_score (A - B) over the scenarios both runs hold, "
+                                "with its 95% bootstrap interval.")
+    p.add_argument("a", help="run directory A (or its episodes.jsonl)")
+    p.add_argument("b", help="run directory B (or its episodes.jsonl)")
+    p.add_argument("--json", default=None, help="also write the comparison as JSON to this path")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["compare"]:
+        args = _compare_parser().parse_args(argv[1:])
+        try:
+            result = compare_runs(args.a, args.b)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            Path(args.json).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        print(f"A={result.a}  B={result.b}  shared scenarios={result.n_shared} (only A {result.only_a}, only B {result.only_b})")
+        print(f"mean A={result.mean_a:.4f}  mean B={result.mean_b:.4f}")
+        print(f"A - B = {result.diff:+.4f}  95% CI [{result.ci[0]:+.4f}, {result.ci[1]:+.4f}]")
+        return 0
+    args = _run_parser().parse_args(argv)
+    try:
+        scenarios = load_scenarios(args.scenarios, args.limit)
+        generation = Generation(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
+        policy = make_policy(args.policy, generation=generation)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not scenarios:
+        print(f"error: scenario set {args.scenarios!r} (limit {args.limit}) is empty", file=sys.stderr)
+        return 2
+    episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
+                        progress=not args.no_progress, batch_samples=args.batch_samples)
+    command = shlex.join(["python", "-m", "core.runs.eval", *argv])
+    summary = summarize(episodes, policy=args.policy, scenarios=args.scenarios, samples=args.samples,
+                        seed=args.seed, limit=args.limit, command=command)
+    write_run(args.out, episodes, summary)
+    lo, hi = summary.avg_score_ci
+    print(json.dumps({"per_family": {k: v.mean for k, v in summary.per_family.items()}}))
+    print(f"{summary.policy} on {summary.scenarios} ({summary.n} episodes, rubric {summary.rubric}): "
+          f"avg_score {summary.avg_score:.4f} [{lo:.4f}, {hi:.4f}], completion {summary.completion_rate:.2%} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Import episode logs: our JSONL format, or the published ClarifyRL curated-trace files.
+
+A published trace file is a JSON list of objects (model_label, scenario_id, family, request,
+final_score, questions_asked, score_breakdown, messages). Its scores are kept as recorded in
+``Episode.recorded``. When ``scenario_id`` reads ``seed{seed}_{family}_{difficulty}`` we rebuild the
+scenario, replay the agent's calls through our environment under rubric v1 and keep our own score
+beside the recorded one; otherwise the episode is rebuilt from the trace alone.
+
+Run: ``python -m core.runs.importer convert IN OUT.jsonl [--keep-valid]``.
+"""
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from core.clarify.environment import ClarifyEnv
+from core.runs.episode_log import EpisodeLogError, LogReport, read_episodes, write_episodes
+from core.clarify.families import FAMILIES, MAX_STEPS, RUBRIC_WEIGHTS, TITLES
+from core.records import Episode, Recorded, RewardBreakdown, Scenario, Turn
+from core.clarify.scenarios import generate_scenario
+from core.clarify.toolcalls import parse_tool_call
+
+MAX_BYTES = 50 * 1024 * 1024
+"""Largest log we read (a 10,000-episode log of our own is about 30 MB)."""
+Format = Literal["episodes", "published-trace"]
+SOURCE = "published-trace"
+_SCENARIO_ID = re.compile(r"^seed(\d+)_([a-z_]+)_(easy|medium|hard)$")
+_TRACE_KEYS = ("scenario_id", "family", "messages", "final_score")
+
+
+def check_file(path: Path) -> None:
+    """Refuse empty, oversized and binary files with a message naming the problem."""
+    size = path.stat().st_size
+    if size == 0:
+        raise EpisodeLogError(f"{path.name}: the file is empty")
+    if size > MAX_BYTES:
+        raise EpisodeLogError(f"{path.name}: the file is {size / 2**20:.1f} MB; logs are limited to "
+                              f"{MAX_BYTES // 2**20} MB (split it into several files)")
+    with path.open("rb") as stream:
+        head = stream.read(65536)
+    if b"\x00" in head:
+        raise EpisodeLogError(f"{path.name}: this is a binary file, not a JSON or JSONL text log")
+
+
+def detect_format(path: Path) -> Format:
+    """``published-trace`` for a JSON list, ``episodes`` for JSONL objects; else a clear error."""
+    with path.open(encoding="utf-8", errors="replace") as stream:
+        head = stream.read(4096).lstrip("\ufeff \t\r\n")
+    if not head:
+        raise EpisodeLogError(f"{path.name}: the file holds no episodes (only blank lines)")
+    if head.startswith("["):
+        return "published-trace"
+    if head.startswith("{"):
+        return "episodes"
+    raise EpisodeLogError(f"{path.name}: neither a JSONL episode log (one {{...}} per line) nor a "
+                          f"published trace file (a JSON list); it starts with {head[:30]!r}")
+
+
+def read_log(path: str | Path, *, keep_valid: bool = False) -> tuple[Format, LogReport]:
+    """Read any supported log; ``keep_valid`` skips bad records and reports them instead of failing."""
+    path = Path(path)
+    check_file(path)
+    fmt = detect_format(path)
+    if fmt == "episodes":
+        return fmt, read_episodes(path, strict=not keep_valid)
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise EpisodeLogError(f"{path.name}: not a UTF-8 text file") from None
+    except json.JSONDecodeError as exc:
+        raise EpisodeLogError(f"{path.name} line {exc.lineno}: not valid JSON ({exc.msg} at column "
+                              f"{exc.colno})") from None
+    return fmt, convert_traces(items, path.name, keep_valid=keep_valid)
+
+
+def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogReport:
+    """Convert a parsed published trace list; bad records raise, or are reported when ``keep_valid``."""
+    if not isinstance(items, list):
+        raise EpisodeLogError(f"{name}: a published trace file holds a JSON list, got {type(items).__name__}")
+    report, seen = LogReport(), {}
+    for i, item in enumerate(items):
+        try:
+            episode = convert_trace(item)
+        except (ValueError, TypeError, KeyError) as exc:
+            message = f"{name} record {i}: {exc}"
+            if not keep_valid:
+                raise EpisodeLogError(message) from None
+            report.problems.append(message)
+            continue
+        key = (episode.policy, episode.scenario.id)
+        repeat = seen.get(key, 0)
+        seen[key] = repeat + 1
+        report.episodes.append(episode.model_copy(update={"sample": repeat}) if repeat else episode)
+    if not report.episodes and not report.problems:
+        raise EpisodeLogError(f"{name}: the file holds no episodes")
+    return report
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's content as text (plain strings, or lists of ``{"type": "text"}`` parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else json.dumps(content)
+
+
+def _tool_result(text: str) -> dict:
+    """A tool result message: a JSON object, then a reminder line we drop."""
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text.lstrip())
+    except json.JSONDecodeError:
+        return {"text": text}
+    return obj if isinstance(obj, dict) else {"value": obj}
+
+
+def agent_steps(messages: list) -> list[tuple[str, Any, str | None, dict]]:
+    """(raw text, parsed call or None, parse error, recorded result) per assistant message."""
+    steps = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        raw = _content_text(msg.get("content"))
+        call, error = parse_tool_call(raw)
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        answered = isinstance(nxt, dict) and nxt.get("role") in ("user", "tool")
+        result = _tool_result(_content_text(nxt.get("content"))) if answered else {}
+        steps.append((raw, call, error, result))
+    return steps
+
+
+def identify(scenario_id: str, family: str) -> Scenario | None:
+    """The generated scenario behind a published id, or None when the id does not name one."""
+    match = _SCENARIO_ID.match(scenario_id)
+    if not match or match.group(2) != family or family not in FAMILIES:
+        return None
+    scenario = generate_scenario(int(match.group(1)), match.group(3))
+    return scenario if scenario.family == family else None
+
+
+def convert_trace(item: Any) -> Episode:
+    """One published trace record -> an Episode (re-scored with v1 when the scenario is known)."""
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a trace object, got {type(item).__name__}")
+    missing = [k for k in _TRACE_KEYS if k not in item]
+    if missing:
+        raise ValueError(f"not a published trace record: missing {', '.join(missing)}")
+    if not isinstance(item["messages"], list):
+        raise ValueError("messages must be a list of chat turns")
+    label = str(item.get("model_label") or "unknown")
+    recorded = Recorded(source=SOURCE, score=float(item["final_score"]), label=label,
+                        breakdown={str(k): float(v) for k, v in (item.get("score_breakdown") or {}).items()})
+    steps = agent_steps(item["messages"])
+    scenario = identify(str(item["scenario_id"]), str(item["family"]))
+    if scenario is None:
+        episode = _recorded_only(item, steps, recorded)
+    else:
+        env = ClarifyEnv(scenario, "v1")
+        for raw, call, error, _ in steps:
+            if env.done:
+                break
+            env.step(call, raw=raw, parse_error=error)
+        episode = env.episode(policy=f"published:{label}")
+    episode = Episode.model_validate({**episode.model_dump(mode="json"), "recorded": recorded.model_dump()})
+    return episode
+
+
+def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
+    """An episode rebuilt from the trace's own tool results (no scenario to replay against)."""
+    family = str(item["family"])
+    match = re.search(r"(easy|medium|hard)$", str(item["scenario_id"]))
+    difficulty = match.group(1) if match else "medium"
+    final = next((r for _, c, _, r in reversed(steps) if c and c.name == "propose_plan"), {})
+    profile = final.get("hidden_profile") if isinstance(final.get("hidden_profile"), dict) else {}
+    required = final.get("required_keys") or list(FAMILIES[family].required if family in FAMILIES else [])
+    scenario = Scenario(seed=None, source_id=str(item["scenario_id"]), family=family, difficulty=difficulty,
+                        title=TITLES[difficulty], request=str(item.get("request", "")), hidden_profile=profile,
+                        critical_fields=sorted(final.get("critical_fields") or []),
+                        required_keys=list(required), field_keys=sorted(profile),
+                        max_steps=MAX_STEPS[difficulty])
+    turns = [Turn(index=i, raw=raw, call=call, parse_error=err, result=res)
+             for i, (raw, call, err, res) in enumerate(steps)]
+    revealed = [r["field_revealed"] for _, c, _, r in steps if r.get("field_revealed")]
+    last = steps[-1][1] if steps else None
+    termination = "plan" if final else "unparseable" if steps and last is None else "max_steps"
+    gate = recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5
+    weights = {f"{k}Rubric": w for k, w in RUBRIC_WEIGHTS.items()}
+    breakdown = RewardBreakdown(rubric="v1", total=recorded.score, gate_passed=gate,
+                                components=recorded.breakdown, weights=weights)
+    plan = final.get("plan") if isinstance(final.get("plan"), dict) else None
+    return Episode(scenario=scenario, policy=f"published:{recorded.label}", rubric="v1", turns=turns,
+                   plan=plan, score=recorded.score, breakdown=breakdown, termination=termination,
+                   questions_asked=int(item.get("questions_asked") or 0), fields_revealed=revealed)
+
+
+def convert(src: str | Path, dst: str | Path, *, keep_valid: bool = False) -> tuple[Format, LogReport]:
+    """Read any supported log and write it as our JSONL; returns the detected format and report."""
+    fmt, report = read_log(src, keep_valid=keep_valid)
+    write_episodes(dst, report.episodes)
+    return fmt, report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m core.runs.importer", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    conv = sub.add_parser("convert", help="convert a published trace file or our JSONL into our JSONL")
+    conv.add_argument("src")
+    conv.add_argument("dst")
+    conv.add_argument("--keep-valid", action="store_true", help="skip bad records instead of failing")
+    args = parser.parse_args(argv)
+    try:
+        fmt, report = convert(args.src, args.dst, keep_valid=args.keep_valid)
+    except (EpisodeLogError, OSError) as exc:
+        print(f"error: {exc}")
+        return 1
+    for problem in report.problems:
+        print(f"skipped: {problem}")
+    eps = report.episodes
+    rescored = [e for e in eps if e.recorded is not None and e.scenario.seed is not None]
+    print(f"read {len(eps)} episodes ({fmt}); {len(rescored)} re-scored with rubric v1; wrote {args.dst}")
+    if rescored:
+        mine = sum(e.score for e in rescored) / len(rescored)
+        theirs = sum(e.recorded.score for e in rescored) / len(rescored)
+        print(f"mean score on re-scored episodes: recorded {theirs:.4f}, ours (v1) {mine:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,341 @@
+"""Replay runs: find logged runs on disk, load them safely, and slice them as tables.
+
+A *run* is a folder under a replays directory holding ``episodes.jsonl`` (read through
+``core.runs.episode_log``) and usually a ``summary.json`` written by ``python -m core.runs.eval``. Run names
+are the folder's path relative to that directory (``clarifylab-heldout-v2/oracle``); a name from a
+URL or an upload is only ever resolved against the runs that exist, so it cannot reach a file
+outside the directory. Regenerate the shipped runs with ``python -m core.runs.replays regenerate``.
+"""
+
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
+from core.runs.episode_table import Comparison, Filters, compare_runs, episode_table, filter_table, record_row
+from core.records import Episode
+
+LOG_NAME = "episodes.jsonl"
+SUMMARY_NAME = "summary.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*){0,3}$")
+"""Run names: up to four path parts of plain characters; no part may start with a dot."""
+
+
+class RunNotFound(LookupError):
+    """A run name that is malformed or names no run under the replays directory."""
+
+
+VIEW_ERRORS = (RunNotFound, EpisodeLogError)
+"""What opening a run or an episode can raise; handlers turn these into a message."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as listed in the picker: who played, under which rubric, how well."""
+
+    name: str
+    policy: str
+    rubric: str
+    scenarios: str
+    """The scenario spec the run was evaluated on (e.g. ``clarifyrl-heldout:50``)."""
+    n: int | None
+    avg_score: float | None
+    ci: tuple[float, float] | None
+    """95% bootstrap interval of the mean score, when the summary has one."""
+    completion_rate: float | None
+    command: str = ""
+
+
+# ---- discovery and safe resolution -------------------------------------------------------
+
+
+def _summary_info(name: str, summary: dict) -> RunInfo:
+    ci = summary.get("avg_score_ci")
+    if isinstance(ci, dict):
+        ci = (ci.get("lo"), ci.get("hi"))
+    ci = tuple(float(x) for x in ci) if ci and len(ci) == 2 and None not in ci else None
+    avg = summary.get("avg_score")
+    comp = summary.get("completion_rate")
+    return RunInfo(
+        name=name,
+        policy=str(summary.get("policy", "?")),
+        rubric=str(summary.get("rubric", "?")),
+        scenarios=str(summary.get("scenarios", "")),
+        n=summary.get("n"),
+        avg_score=None if avg is None else float(avg),
+        ci=ci,
+        completion_rate=None if comp is None else float(comp),
+        command=str(summary.get("command", "")),
+    )
+
+
+def discover_runs(root: str | Path) -> list[RunInfo]:
+    """Every run folder under ``root`` (an ``episodes.jsonl`` inside), sorted by name."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        return []
+    runs = []
+    for log in sorted(root.rglob(LOG_NAME)):
+        name = log.parent.relative_to(root).as_posix()
+        if not _NAME.match(name) or not log.resolve().is_relative_to(root):
+            continue
+        summary_path = log.parent / SUMMARY_NAME
+        try:
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            summary = {}
+        runs.append(_summary_info(name, summary if isinstance(summary, dict) else {}))
+    return runs
+
+
+def resolve_run(root: str | Path, name: str) -> Path:
+    """The ``episodes.jsonl`` of run ``name``, never a path outside ``root``.
+
+    Raises:
+        RunNotFound: the name is malformed, escapes ``root`` or names no run.
+    """
+    if not isinstance(name, str) or len(name) > 200 or not _NAME.match(name):
+        raise RunNotFound(f"{name!r} is not a run name")
+    base = Path(root).resolve()
+    log = (base / name / LOG_NAME).resolve()
+    if not log.is_relative_to(base) or not log.is_file():
+        raise RunNotFound(f"no run named {name!r}")
+    return log
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A run as the viewer holds it: its table, and each episode's JSON line until opened."""
+
+    name: str
+    table: pd.DataFrame
+    lines: tuple[str, ...]
+    """One JSON line per episode, in table order."""
+    where: tuple[str, ...]
+    """Each line's location (``file line N``) for error messages."""
+    index: dict[str, int]
+    """Episode id -> position."""
+    problems: tuple[str, ...] = ()
+    """Records skipped while reading (uploads read leniently on request)."""
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def episode(self, position: int) -> Episode:
+        """The validated episode at ``position`` (EpisodeLogError names its line if malformed)."""
+        return parse_line(self.lines[position], self.where[position])
+
+
+def _bundle(name: str, scanned: Iterable[tuple[str, str, dict]], problems: Sequence[str] = ()) -> LoadedRun:
+    rows, lines, where = [], [], []
+    for location, text, record in scanned:
+        try:
+            rows.append(record_row(name, record))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise EpisodeLogError(f"{location}: not an episode record ({type(exc).__name__}: {exc})") from None
+        lines.append(text)
+        where.append(location)
+    index = {row["episode"]: i for i, row in enumerate(rows)}
+    return LoadedRun(name, episode_table(rows, [name]), tuple(lines), tuple(where), index, tuple(problems))
+
+
+def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = ()) -> LoadedRun:
+    """Bundle validated episodes (an upload, a conversion) under a run name."""
+    lines = [dump_episode(ep) for ep in episodes]
+    return _bundle(name, ((f"{name} episode {i + 1}", text, json.loads(text)) for i, text in enumerate(lines)),
+                   problems)
+
+
+@lru_cache(maxsize=32)
+def _load_cached(name: str, path: str, mtime_ns: int, size: int) -> LoadedRun:
+    return _bundle(name, scan_records(path))
+
+
+def load_run(root: str | Path, name: str) -> LoadedRun:
+    """One shipped run by name: a fast scan builds the table; episodes validate when opened.
+
+    Cached until the file changes. Raises EpisodeLogError naming the line of a broken record.
+    """
+    log = resolve_run(root, name)
+    stat = log.stat()
+    return _load_cached(name, str(log), stat.st_mtime_ns, stat.st_size)
+
+
+UPLOAD_PREFIX = "upload:"
+
+
+def upload_name(filename: str) -> str:
+    """A display name for an uploaded log; never resolved against the disk."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(filename)).name)[:60] or "log"
+    return UPLOAD_PREFIX + stem
+
+
+def get_run(root: str | Path, name: str, uploads: dict[str, LoadedRun] | None = None) -> LoadedRun:
+    """A run by name: an upload of this session, else a shipped run under ``root``."""
+    if uploads and name in uploads:
+        return uploads[name]
+    if name.startswith(UPLOAD_PREFIX):
+        raise RunNotFound(f"the upload {name!r} is not in this session (upload it again)")
+    return load_run(root, name)
+
+
+def runs_table(root: str | Path, names: Sequence[str], uploads: dict | None = None) -> pd.DataFrame:
+    """The episode table of several runs, concatenated in the given order."""
+    tables = [get_run(root, n, uploads).table for n in dict.fromkeys(names)]
+    if not tables:
+        return episode_table([])
+    frame = pd.concat(tables, ignore_index=True)
+    for col in ("family", "difficulty", "termination", "gate"):
+        frame[col] = frame[col].astype("category")
+    frame["run"] = pd.Categorical(frame["run"], categories=list(dict.fromkeys(names)))
+    return frame
+
+
+def find_episode(root: str | Path, run: str, episode_id: str, uploads: dict | None = None) -> Episode:
+    """One episode of a run by its id (``scenario#sample``); RunNotFound names what is missing."""
+    loaded = get_run(root, run, uploads)
+    if episode_id not in loaded.index:
+        raise RunNotFound(f"run {run!r} has no episode {episode_id!r}")
+    return loaded.episode(loaded.index[episode_id])
+
+
+def rows_episodes(root: str | Path, rows: pd.DataFrame, uploads: dict | None = None) -> list[Episode]:
+    """The episodes behind table rows (for JSONL export), in row order."""
+    return [find_episode(root, str(r), str(e), uploads) for r, e in zip(rows["run"], rows["episode"])]
+
+
+def export_jsonl(episodes: Sequence[Episode], directory: str | Path | None = None) -> Path:
+    """Write episodes to a fresh JSONL log (our format) and return its path."""
+    out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.jsonl"
+    write_episodes(out, episodes)
+    return out
+
+
+# ---- view helpers (one call per UI event) -------------------------------------------------
+
+def run_names(root: str | Path, uploads: dict | None = None) -> list[str]:
+    """Shipped run names, then this session's uploads."""
+    return [r.name for r in discover_runs(root)] + list(uploads or {})
+
+
+def companion_run(names: Sequence[str], run: str | None) -> str | None:
+    """A default second run to compare with ``run``: the first other run in the same folder
+    (same scenario set), else the first other run."""
+    others = [n for n in names if n != run]
+    if run is None or not others:
+        return run
+    folder = run.rpartition("/")[0]
+    return next((n for n in others if n.rpartition("/")[0] == folder), others[0])
+
+
+def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
+                  uploads: dict | None = None) -> pd.DataFrame:
+    """The episode table of the named runs, filtered."""
+    return filter_table(runs_table(root, names, uploads), filters)
+
+
+def upload_note(run: LoadedRun) -> str:
+    """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
+    note = f"✓ Opened **{run.name}**: {len(run)} episodes."
+    if run.problems:
+        shown = "\n".join(f"- {p}" for p in run.problems[:10])
+        more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""
+        note += f" Skipped {len(run.problems)} bad record(s), as asked:\n{shown}{more}"
+    return note
+
+
+def compare_named(root: str | Path, run_a: str, run_b: str, uploads: dict | None = None) -> Comparison:
+    """``compare_runs`` on two runs given by name."""
+    if not run_a or not run_b:
+        raise RunNotFound("pick two runs to compare")
+    return compare_runs(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table)
+
+
+def compared_episodes(root: str | Path, run_a: str, run_b: str, scenario: str,
+                      uploads: dict | None = None) -> tuple[Episode, Episode]:
+    """The first episode of ``scenario`` in each of two runs (for side-by-side reading)."""
+    pair = []
+    for run in (run_a, run_b):
+        rows = get_run(root, run, uploads).table
+        match = rows.loc[rows["scenario"] == scenario, "episode"]
+        if match.empty:
+            raise RunNotFound(f"run {run!r} has no episode of scenario {scenario!r}")
+        pair.append(find_episode(root, run, str(match.iloc[0]), uploads))
+    return pair[0], pair[1]
+
+
+def load_upload(path: str | Path, *, keep_valid: bool = False) -> LoadedRun:
+    """An uploaded log (any format ``core.runs.importer`` reads) as a session run.
+
+    Raises:
+        EpisodeLogError: naming the problem (and line) when nothing usable can be read.
+    """
+    from core.runs.importer import read_log  # the importer pulls in the environment; only uploads need it
+
+    path = Path(path)
+    try:
+        _, report = read_log(path, keep_valid=keep_valid)
+    except EpisodeLogError as exc:
+        per_record = re.search(r" (line|record) \d+", str(exc)) is not None
+        hint = " · tick “keep valid episodes” to skip bad records" if per_record and not keep_valid else ""
+        raise EpisodeLogError(f"{exc}{hint}") from None
+    if not report.episodes:
+        first = report.problems[0] if report.problems else "no records"
+        raise EpisodeLogError(f"{path.name}: no valid episode ({len(report.problems)} bad: {first})")
+    return make_run(upload_name(path.name), report.episodes, report.problems)
+
+
+# ---- the shipped runs ---------------------------------------------------------------------
+
+SHIPPED_POLICIES = ("oracle", "ask-required", "guess", "random")
+SHIPPED_SETS = (
+    ("clarifylab-heldout-v2", ["--scenarios", "clarifylab-heldout", "--rubric", "v2"]),
+    ("clarifyrl-heldout50-v1", ["--scenarios", "clarifyrl-heldout", "--limit", "50", "--rubric", "v1"]),
+)
+"""Folder -> ``core.runs.eval`` arguments: our held-out set under v2, and the published table's slice
+(first 50 published held-out scenarios) under v1, the rubric that table used."""
+
+
+def regenerate(root: str | Path = "replays") -> list[str]:
+    """Re-run ``python -m core.runs.eval`` for every shipped run into ``root``; returns the run names."""
+    from core.runs import eval as evaluation  # only regeneration needs the runner
+
+    names = []
+    for folder, spec in SHIPPED_SETS:
+        for policy in SHIPPED_POLICIES:
+            out = Path(root) / folder / policy
+            argv = ["--policy", policy, *spec, "--seed", "0", "--out", out.as_posix(), "--no-progress"]
+            if evaluation.main(argv) != 0:
+                raise RuntimeError(f"core.runs.eval failed for {folder}/{policy}")
+            names.append(f"{folder}/{policy}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m core.runs.replays",
+                                     description="Shipped replay runs (see docs/app.md, Replays).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    regen = sub.add_parser("regenerate", help="re-run core.runs.eval for every shipped run")
+    regen.add_argument("--root", default="replays", help="replays directory to write into")
+    sub.add_parser("list", help="list the runs under replays/ with their mean scores").add_argument(
+        "--root", default="replays")
+    args = parser.parse_args(argv)
+    if args.command == "regenerate":
+        print(f"regenerated {len(regenerate(args.root))} runs under {args.root}/")
+        return 0
+    for run in discover_runs(args.root):
+        ci = f" [{run.ci[0]:.4f}, {run.ci[1]:.4f}]" if run.ci else ""
+        print(f"{run.name:40s} {run.rubric} n={run.n} avg={run.avg_score}{ci}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

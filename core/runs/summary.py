@@ -1,0 +1,155 @@
+"""Run summaries: what ``summary.json`` of an evaluation holds, computed from its episodes.
+
+One ``RunSummary`` per run directory; every reader of runs (app, CLI, reports) reads it. Intervals are
+95% percentile bootstraps from ``core.stats``, resampling whole scenarios when a scenario was
+played more than once (K samples of one scenario are not independent).
+"""
+
+from collections import defaultdict
+from typing import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.clarify.families import DIFFICULTIES, FAMILIES
+from core.records import Episode
+from core.stats import bootstrap_mean, paired_difference
+
+SUMMARY_VERSION = 1
+
+
+class GroupStats(BaseModel):
+    """Score statistics of one slice (a family, a difficulty)."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: int
+    mean: float
+    max: float
+
+
+class RunSummary(BaseModel):
+    """``summary.json`` of one evaluation run."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = SUMMARY_VERSION
+    policy: str
+    scenarios: str
+    """The scenario-set spec the run used."""
+    rubric: str
+    """Rubric (and simulator) version, v1 or v2."""
+    samples: int
+    """Episodes per scenario (K)."""
+    seed: int
+    limit: int | None = None
+    command: str = ""
+    """The exact command line, when run from the CLI."""
+    n: int
+    """Episodes in the run."""
+    n_scenarios: int
+    avg_score: float
+    avg_score_ci: list[float]
+    """[lo, hi] of the 95% bootstrap interval of avg_score (clustered by scenario when K > 1)."""
+    completion_rate: float
+    """Fraction of episodes whose plan passed the format gate."""
+    format_pass_rate: float
+    """Fraction of episodes that submitted a plan parsing to a JSON object (gate or not)."""
+    avg_questions: float
+    avg_steps: float
+    per_family: dict[str, GroupStats]
+    per_difficulty: dict[str, GroupStats]
+    components: dict[str, float]
+    """Mean of each rubric component over gated (gate-passed) episodes; empty when none passed."""
+    terminations: dict[str, int]
+    """Termination reason -> episode count."""
+
+
+def _groups(episodes: Sequence[Episode], key, order: Sequence[str]) -> dict[str, GroupStats]:
+    """Score stats per slice, slices in table order (then any unknown ones as met)."""
+    scores = defaultdict(list)
+    for e in episodes:
+        scores[key(e)].append(e.score)
+    names = [k for k in order if k in scores] + [k for k in scores if k not in order]
+    return {k: GroupStats(n=len(scores[k]), mean=sum(scores[k]) / len(scores[k]), max=max(scores[k])) for k in names}
+
+
+def summarize(episodes: Sequence[Episode], *, policy: str | None = None, scenarios: str = "", samples: int = 1,
+              seed: int = 0, limit: int | None = None, command: str = "") -> RunSummary:
+    """Summarise a run's episodes (all of one rubric version)."""
+    if not episodes:
+        raise ValueError("cannot summarise a run with no episodes")
+    rubrics = {e.rubric for e in episodes}
+    if len(rubrics) > 1:
+        raise ValueError(f"episodes mix rubric versions {sorted(rubrics)}")
+    n = len(episodes)
+    scores = [e.score for e in episodes]
+    ids = [e.scenario.id for e in episodes]
+    ci = bootstrap_mean(scores, ids if len(set(ids)) < n else None)
+    gated = [e for e in episodes if e.breakdown is not None and e.breakdown.gate_passed]
+    components = {}
+    if gated:
+        for name in gated[0].breakdown.components:
+            components[name] = sum(e.breakdown.components[name] for e in gated) / len(gated)
+    terminations = defaultdict(int)
+    for e in episodes:
+        terminations[e.termination] += 1
+    return RunSummary(
+        policy=policy or episodes[0].policy, scenarios=scenarios, rubric=rubrics.pop(), samples=samples,
+        seed=seed, limit=limit, command=command, n=n, n_scenarios=len(set(ids)),
+        avg_score=ci.mean, avg_score_ci=[ci.lo, ci.hi], completion_rate=len(gated) / n,
+        format_pass_rate=sum(e.plan is not None for e in episodes) / n,
+        avg_questions=sum(e.questions_asked for e in episodes) / n,
+        avg_steps=sum(len(e.turns) for e in episodes) / n,
+        per_family=_groups(episodes, lambda e: e.scenario.family, list(FAMILIES)),
+        per_difficulty=_groups(episodes, lambda e: e.scenario.difficulty, DIFFICULTIES),
+        components=components, terminations=dict(terminations),
+    )
+
+
+def published_row(summary: RunSummary, label: str | None = None) -> dict:
+    """The run as a row of the published scoreboard (runs_summary.json's flat keys)."""
+    row = {"label": label or summary.policy, "model": summary.policy, "n": summary.n,
+           "avg_score": summary.avg_score, "completion_rate": summary.completion_rate}
+    for name, stats in summary.per_family.items():
+        row[f"fam_{name}"] = stats.mean
+        row[f"max_{name}"] = stats.max
+    return row
+
+
+class Comparison(BaseModel):
+    """Paired difference of mean score, run A minus run B, over the scenarios both ran."""
+
+    model_config = ConfigDict(extra="forbid")
+    a: str
+    b: str
+    n_shared: int
+    """Scenarios present in both runs (each averaged over its samples first)."""
+    only_a: int
+    only_b: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci: list[float]
+    """[lo, hi] 95% bootstrap interval of the paired difference."""
+
+
+def per_scenario_means(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Scenario id -> mean score over its samples."""
+    scores = defaultdict(list)
+    for e in episodes:
+        scores[e.scenario.id].append(e.score)
+    return {k: sum(v) / len(v) for k, v in scores.items()}
+
+
+def compare(a: Sequence[Episode], b: Sequence[Episode], *, name_a: str = "A", name_b: str = "B") -> Comparison:
+    """Paired comparison of two runs on their shared scenarios."""
+    ra, rb = {e.rubric for e in a}, {e.rubric for e in b}
+    if ra != rb:
+        raise ValueError(f"runs {name_a} ({sorted(ra)}) and {name_b} ({sorted(rb)}) used different rubric versions")
+    ma, mb = per_scenario_means(a), per_scenario_means(b)
+    shared = [k for k in ma if k in mb]
+    if not shared:
+        raise ValueError(f"runs {name_a} and {name_b} share no scenario ids")
+    xa, xb = [ma[k] for k in shared], [mb[k] for k in shared]
+    iv = paired_difference(xa, xb)
+    return Comparison(a=name_a, b=name_b, n_shared=len(shared), only_a=len(ma) - len(shared),
+                      only_b=len(mb) - len(shared), mean_a=sum(xa) / len(xa), mean_b=sum(xb) / len(xb),
+                      diff=iv.mean, ci=[iv.lo, iv.hi])

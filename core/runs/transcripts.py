@@ -1,0 +1,166 @@
+"""An episode as a reader sees it: a chat transcript and per-field marks on the plan.
+
+A reader of a run sees a logged episode without stepping any environment: every message
+here comes from the ``Episode`` record (turns, results, plan, breakdown). Messages are plain
+``{"role", "content", "metadata"}`` dicts, the shape chat widgets take; a ``metadata.title``
+marks a collapsible tool-call block.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from core.clarify.families import FAMILIES, FIELDS
+from core.records import Episode, Turn
+from core.clarify.rubrics import values_equal_v1, values_equal_v2
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FieldMark:
+    """One row of the profile-vs-plan table."""
+
+    field: str
+    hidden: str
+    """The hidden value, or "" when the field is not in the profile."""
+    planned: str
+    """The plan's value, or "" when the plan lacks the field."""
+    critical: bool
+    revealed: bool
+    """A question revealed this field during the episode."""
+    matched: bool
+    """The plan's value equals the hidden one under the rubric's normalisation."""
+    hallucinated: bool
+    """The plan states a family field that no question revealed."""
+
+
+def _block(call: str, result: dict, reward: float, title_tail: str) -> Message:
+    body = f"```\n{call}\n```\n```json\n{json.dumps(result, indent=1, ensure_ascii=False)}\n```"
+    title = f"{title_tail} · step reward {reward:+.2f}"
+    return {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}
+
+
+def _ask_messages(turn: Turn) -> list[Message]:
+    question = str(turn.call.arguments.get("question", ""))
+    res = turn.result
+    if "error" in res:
+        outcome = f"error: {res['error']}"
+    elif res.get("over_cap"):
+        outcome = "over budget, episode ends"
+    elif res.get("field_revealed"):
+        outcome = f"revealed `{res['field_revealed']}`"
+    elif res.get("duplicate"):
+        outcome = "field already revealed"
+    else:
+        outcome = "no field matched"
+    out = [{"role": "assistant", "content": question or "(empty question)"},
+           _block(turn.raw.strip(), res, turn.reward, f"ask_question → {outcome}")]
+    if res.get("answer"):
+        out.append({"role": "user", "content": str(res["answer"])})
+    return out
+
+
+def _plan_messages(episode: Episode, turn: Turn) -> list[Message]:
+    plan = turn.call.arguments.get("plan")
+    try:
+        parsed = json.loads(plan) if isinstance(plan, str) else plan
+        shown = json.dumps(parsed, indent=1, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = str(plan)
+    res = {k: v for k, v in turn.result.items() if k not in ("hidden_profile", "breakdown")}
+    title = "propose_plan → " + (f"score {turn.result['score']:.3f}" if "score" in turn.result
+                                 else f"error: {turn.result.get('error', 'no result')}")
+    return [{"role": "assistant", "content": f"**Proposes a plan**\n```json\n{shown}\n```"},
+            _block(turn.raw.strip(), res, turn.reward, title)]
+
+
+def turn_messages(episode: Episode, turn: Turn) -> list[Message]:
+    """The chat messages for one agent step."""
+    if turn.call is None:
+        why = turn.parse_error or "no tool call found"
+        quoted = "\n".join("> " + line for line in (turn.raw.strip() or "(empty)").splitlines())
+        return [{"role": "assistant", "content": f"⚠ **No parseable tool call** ({why})\n\n{quoted}"}]
+    if turn.call.name == "ask_question":
+        return _ask_messages(turn)
+    if turn.call.name == "propose_plan":
+        return _plan_messages(episode, turn)
+    return [_block(turn.raw.strip(), turn.result, turn.reward, f"{turn.call.name}()")]
+
+
+def chat_messages(episode: Episode) -> list[Message]:
+    """The whole episode as chat messages: request, questions, answers, calls, verdict."""
+    messages: list[Message] = [{"role": "user", "content": episode.scenario.request}]
+    for turn in episode.turns:
+        messages.extend(turn_messages(episode, turn))
+    verdict = f"**Episode ended: {episode.termination}** · score **{episode.score:.3f}**"
+    if episode.breakdown is not None:
+        verdict += " · format gate " + ("passed" if episode.breakdown.gate_passed else "**failed**")
+    if episode.recorded is not None:
+        verdict += f" · recorded by {episode.recorded.source}: {episode.recorded.score:.3f}"
+    messages.append({"role": "assistant", "content": verdict})
+    return messages
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def values_match(rubric: str, field: str, planned: Any, hidden: Any) -> bool:
+    """The episode's rubric's own equality (v2 also accepts the simulator's phrasing)."""
+    if rubric == "v1":
+        return values_equal_v1(planned, hidden)
+    return field in FIELDS and values_equal_v2(field, planned, hidden)
+
+
+def field_marks(episode: Episode) -> list[FieldMark]:
+    """Hidden profile next to the plan: profile fields first, then extra plan keys."""
+    profile = episode.scenario.hidden_profile
+    plan = episode.plan or {}
+    family = FAMILIES.get(episode.scenario.family)
+    family_fields = set(family.fields) if family else set(profile)
+    revealed = set(episode.fields_revealed)
+    marks = []
+    for name in list(profile) + [k for k in plan if k not in profile]:
+        in_plan = name in plan and plan[name] not in (None, "")
+        marks.append(FieldMark(
+            field=name,
+            hidden=_text(profile.get(name)),
+            planned=_text(plan.get(name)) if name in plan else "",
+            critical=name in episode.scenario.critical_fields,
+            revealed=name in revealed,
+            matched=bool(in_plan and name in profile
+                         and values_match(episode.rubric, name, plan[name], profile[name])),
+            hallucinated=name in plan and name in family_fields and name not in revealed,
+        ))
+    return marks
+
+
+def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
+    """Field marks as a table with ✓/✗ columns (blank where a mark does not apply)."""
+    import pandas as pd
+
+    def tick(flag: bool) -> str:
+        return "✓" if flag else "✗"
+
+    rows = [{"field": ("★ " if m.critical else "") + m.field, "hidden": m.hidden or "—",
+             "plan": m.planned or "—", "revealed": tick(m.revealed),
+             "matched": tick(m.matched) if m.hidden else "",
+             "hallucinated": "⚠" if m.hallucinated else ""} for m in marks]
+    return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
+
+
+def episode_header(episode: Episode, run: str) -> str:
+    """A two-line markdown summary of one episode for the top of the episode view."""
+    sc = episode.scenario
+    gate = "" if episode.breakdown is None else (
+        " · gate ✓" if episode.breakdown.gate_passed else " · gate ✗ (score forced to 0)")
+    recorded = "" if episode.recorded is None else (
+        f" · recorded score ({episode.recorded.source}) **{episode.recorded.score:.3f}**")
+    return (f"### {episode.id} · score **{episode.score:.3f}**{gate}{recorded}\n"
+            f"`{run}` · policy `{episode.policy}` · rubric {episode.rubric} · {sc.family} · "
+            f"{sc.difficulty} ({sc.title}) · {episode.questions_asked}/{sc.max_questions} questions · "
+            f"{len(episode.fields_revealed)}/{len(sc.hidden_profile)} fields revealed · "
+            f"ended by **{episode.termination}** · ★ = critical field")

@@ -1,0 +1,217 @@
+"""Handlers of the Decisions tab: unpack UI values, make one core call, format for components.
+
+Plain functions, testable without launching. ``models_dir`` is the folder of extra decision
+exports (a ``gr.State`` string, may be empty); the question builder arrives as ``n`` (rows shown)
+followed by ``MAX_QUESTIONS`` triples (type, question, options). Loaded models live in ``CACHE``,
+shared read-only by every session.
+"""
+
+import json
+
+import gradio as gr
+import pandas as pd
+
+from core.decision import evalsets as evalset
+from demo.decisions import examples
+from core.decision import models
+from demo.decisions import plots
+from core.decision import reports
+from demo.decisions import builder as views
+
+MAX_QUESTIONS = 6
+KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
+CACHE = models.DeciderCache()
+TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score / p(true)", "top-two gap"]
+
+
+def _error(message: str | None) -> dict:
+    """An error line next to a field (hidden when there is nothing to say)."""
+    return gr.update(value=f"⚠ {message}" if message else "", visible=bool(message))
+
+
+def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
+    """The first ``n`` builder rows from the flat (type, question, options) values."""
+    return [views.QuestionRow(values[3 * i] or "choice", values[3 * i + 1] or "", values[3 * i + 2] or "")
+            for i in range(int(n))]
+
+
+def _visibility(n: int) -> list[dict]:
+    return [gr.update(visible=i < n) for i in range(MAX_QUESTIONS)]
+
+
+# ---- model picker
+
+
+def model_choices(models_dir: str):
+    """Both pickers' choices (label says when a model is unavailable) and the first usable model."""
+    found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
+    labels = [(e.key + ("" if a.ok else " (not available)"), e.key) for e, a in found]
+    first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
+    return (gr.update(choices=labels, value=first), gr.update(choices=[("(none)", "")] + labels, value=""),
+            model_note(models_dir, first))
+
+
+def model_note(models_dir: str, key: str | None) -> str:
+    """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
+    entry = next((e for e in models.entries(models_dir or None) if e.key == key), None)
+    if entry is None:
+        return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
+    found = models.check(entry)
+    return f"{'✓' if found.ok else '⚠ not available:'} {entry.note}. {found.message}"
+
+
+# ---- state and question builder
+
+
+def state_preview(text: str):
+    """Error line and record table for the state box (a JSON object is shown as a record)."""
+    try:
+        state = views.parse_state(text)
+    except views.QuestionError as err:
+        return _error(str(err) if (text or "").strip() else None), gr.update(visible=False)
+    rows = views.record_rows(state)
+    return _error(None), gr.update(value=pd.DataFrame(rows, columns=["field", "value"]), visible=bool(rows))
+
+
+def load_example(name: str):
+    """State text, rows shown, and every builder field of the example called ``name``."""
+    ex = examples.find_example(name)
+    values: list = []
+    for i in range(MAX_QUESTIONS):
+        row = ex.rows[i] if i < len(ex.rows) else views.QuestionRow("choice", "", "")
+        values += [row.kind, row.text, row.options]
+    n = len(ex.rows)
+    return [ex.state, n, *_visibility(n), *values]
+
+
+def add_question(n: int):
+    """Show one more builder row (up to MAX_QUESTIONS)."""
+    n = min(int(n) + 1, MAX_QUESTIONS)
+    return [n, *_visibility(n)]
+
+
+def remove_question(index: int, n: int, *values):
+    """Drop row ``index``: later rows move up, the last shown row is cleared and hidden."""
+    triples = [list(values[3 * i: 3 * i + 3]) for i in range(MAX_QUESTIONS)]
+    del triples[index]
+    triples.append(["choice", "", ""])
+    n = max(int(n) - 1, 1)
+    return [n, *_visibility(n), *[v for t in triples for v in t]]
+
+
+# ---- Ask
+
+
+def _table(result: views.AskResult) -> pd.DataFrame:
+    out = []
+    for key, answers in result.answers.items():
+        for qid, ans in answers.items():
+            r = views.reading(qid, ans)
+            extra = ans.get("score", ans.get("p_true"))
+            out.append([key, qid, ans["choice"] + (" ⚠ close" if r.close else ""),
+                        round(ans["confidence"], 3), round(ans["entropy_confidence"], 3),
+                        "" if extra is None else round(extra, 3), round(r.margin, 3)])
+    return pd.DataFrame(out, columns=TABLE_COLUMNS)
+
+
+def _latency(result: views.AskResult) -> str:
+    parts = [f"**{k}**: {1000 * s:.0f} ms ({result.usage[k]['input_tokens']} tokens, "
+             f"{result.usage[k]['path']} path)" for k, s in result.seconds.items()]
+    return "Latency: " + " · ".join(parts) if parts else ""
+
+
+def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values):
+    """Ask every shown question about the state under one or two models.
+
+    Returns: state error, model error, second-model error, builder error, one error per row, the
+    answer figure, the table, the latency line and the raw typed-criteria answers.
+    """
+    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    if not model_a:
+        errors["model"] = "pick a decision model"
+    result = views.ask(deciders if not errors else {}, state, rows_of(n, values))
+    result.errors.update(errors)
+    e = result.errors
+    fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
+        plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
+    qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
+    return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
+            *qerr, fig, _table(result), _latency(result), result.answers]
+
+
+def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str) -> dict:
+    """The typed-criteria call for API users: ``Decider.score(state, questions)`` under ``model``.
+
+    The result is core's, except ``usage["path"]`` arrives as ``usage["decider_path"]``.
+    """
+    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
+    if errors or not deciders:
+        raise gr.Error(errors.get("model", "pick a decision model"))
+    try:
+        questions = json.loads(questions) if isinstance(questions, str) else questions
+        out = deciders[model].score(views.parse_state(state), questions)
+    except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
+        raise gr.Error(str(err)) from None
+    # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
+    out["usage"]["decider_path"] = out["usage"].pop("path")
+    return out
+
+
+# ---- Calibration and Probe views
+
+
+def _models_or_errors(models_dir: str, model_a: str, model_b: str):
+    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    if not model_a:
+        errors["model"] = "pick a decision model"
+    return deciders, errors
+
+
+def _reference(view: reports.CalibrationView):
+    if not view.references:
+        return gr.update(visible=False), gr.update(visible=False)
+    notes = [f"**{r.raw.name.split(' (')[0]}**: T = {r.temperature:.2f}, fitted on {r.fit_rows} rows of other "
+             f"contexts; both columns below use only the {r.raw.n} held-out rows." for r in view.references]
+    head = "### Temperature scaling — a post-hoc reference, not the model's own calibration\n\n" + "\n\n".join(notes)
+    table = [r for ref in view.references for r in [ref.raw, ref.scaled]]
+    return (gr.update(value=head, visible=True),
+            gr.update(value=pd.DataFrame(reports.metrics_rows(table), columns=["metric"] + [r.name for r in table]),
+                      visible=True))
+
+
+def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts: int, upload: str | None,
+              temperature: bool):
+    """Evaluate one or two models on a labelled set: errors (set, model), note, table, two figures, reference."""
+    deciders, errors = _models_or_errors(models_dir, model_a, model_b)
+    view = None
+    try:
+        items = evalset.load_items(source, int(contexts), upload)
+        if not errors:
+            view = reports.evaluate(deciders, items, temperature=bool(temperature))
+    except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
+        errors["set"] = str(err)
+    if view is None or errors:
+        blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
+        return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
+                gr.update(visible=False), gr.update(visible=False)]
+    names = [r.name for r in view.reports]
+    note = f"{len(items)} rows from {source} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
+    return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
+            plots.selective_figure(view.reports), *_reference(view)]
+
+
+def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
+    """Known-posterior probe bars for one or two models: errors (set, model), figure, table."""
+    deciders, errors = _models_or_errors(models_dir, model_a, model_b)
+    summaries = []
+    try:
+        items = evalset.load_items(evalset.SOURCES[1], int(tickets))
+        summaries = [] if errors else reports.probe_view(deciders, items)
+    except ValueError as err:
+        errors["set"] = str(err)
+    if errors:
+        return [_error(errors.get("set")), _error(errors.get("model")),
+                plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]
+    cols, rows = reports.probe_rows(summaries)
+    return [_error(None), _error(None), plots.probe_figure(summaries, reports.PUBLISHED_PROBE), pd.DataFrame(rows, columns=cols)]

@@ -1,0 +1,171 @@
+"""Layout of the Decisions tab: ask a calibrated decision model, and check whether to trust it.
+
+Only components and event wiring live here; every event calls a function of
+``demo.decisions.handlers``. Nothing loads while the layout is built: the model list is read on page
+load and a model loads on its first Ask. Named endpoints (``api_name``) let ``gradio_client`` users
+call the same functions, including ``/score`` with core's typed-criteria shape.
+"""
+
+import gradio as gr
+
+from core.decision.evalsets import SOURCES
+from demo.decisions.examples import example_names
+from demo.decisions import handlers as h
+
+CSS = """
+.dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
+.dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
+.dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
+"""
+STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
+              "(shown as a record below).")
+OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
+                "Yes/no: leave empty, or true: ... / false: ... notes.")
+
+UPLOAD_HELP = """One labelled question per line (JSONL) or per row (CSV, same column names):
+
+```json
+{"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security"],
+ "label": "billing", "kind": "choice", "context_id": "t1"}
+```
+
+- `state`: text, or a JSON object (CSV: text). `question`: the question text.
+- `options`: a list (CSV: one cell, options separated by `|`); 2..26 distinct options.
+- `label`: the correct option's text, or its 0-based index.
+- `kind`: `choice` (default), `score` (options low to high) or `noul` (yes/no: options may be left
+  out, label `true`/`false`; the question needs a `?`).
+- `context_id` (optional): groups questions about one state; intervals resample whole contexts.
+
+Errors name the line. At most 5,000 rows."""
+PROBE_HELP = ("The known-posterior probe: synthetic triage tickets whose true posterior is known. A ticket "
+              "with one department cue has one right answer (ideal mean top probability **1.0**); with two "
+              "cues the evidence is split (**0.5**); the page-on-call question is right 90% of the time "
+              "(**0.90**). Hollow markers are the published values for the warmup, RLCD, RLVR and oracle arms.")
+
+
+def _error_line():
+    return gr.Markdown(visible=False, elem_classes="dq-error")
+
+
+def _question_rows():
+    """MAX_QUESTIONS builder rows (the first one shown); returns groups, fields, errors, remove buttons."""
+    groups, fields, errors, removes = [], [], [], []
+    for i in range(h.MAX_QUESTIONS):
+        with gr.Group(visible=i == 0, elem_classes="dq-row") as group:
+            with gr.Row(equal_height=True):
+                kind = gr.Dropdown(h.KINDS, value="choice", label=f"q{i + 1} type", scale=1, min_width=140)
+                text = gr.Textbox(label=f"q{i + 1} question", placeholder="Which team should handle this?",
+                                  scale=3)
+                remove = gr.Button("✕ Remove", size="sm", scale=0, min_width=90, elem_id=f"dq-remove-{i + 1}")
+            options = gr.Textbox(label=f"q{i + 1} options", lines=3, placeholder=OPTIONS_HINT)
+            errors.append(_error_line())
+        groups.append(group)
+        fields += [kind, text, options]
+        removes.append(remove)
+    return groups, fields, errors, removes
+
+
+def _ask_panel(models_dir: gr.State):
+    n = gr.State(1)
+    with gr.Row():
+        with gr.Column(scale=5):
+            with gr.Row(equal_height=True):
+                example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
+                model_a = gr.Dropdown([], label="Decision model", scale=3)
+                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3)
+            model_note = gr.Markdown()
+            model_err, model_b_err = _error_line(), _error_line()
+            state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
+            state_err = _error_line()
+            record = gr.Dataframe(label="State as a record", visible=False, interactive=False, wrap=True)
+            groups, fields, q_errors, removes = _question_rows()
+            questions_err = _error_line()
+            with gr.Row():
+                add = gr.Button("+ Add question", size="sm", elem_id="dq-add")
+                ask = gr.Button("Ask", variant="primary", elem_id="dq-ask")
+        with gr.Column(scale=6):
+            latency = gr.Markdown()
+            figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
+            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS)
+            with gr.Accordion("Raw answers (typed-criteria shape)", open=False):
+                raw = gr.JSON(show_label=False)
+
+    model_a.change(h.model_note, [models_dir, model_a], model_note, api_name=False)
+    state.change(h.state_preview, state, [state_err, record], api_name=False, show_progress="hidden")
+    example.change(h.load_example, example, [state, n, *groups, *fields], api_name="load_example")
+    add.click(h.add_question, n, [n, *groups], api_name=False)
+    for i, remove in enumerate(removes):
+        remove.click(lambda k, *v, i=i: h.remove_question(i, k, *v), [n, *fields], [n, *groups, *fields],
+                     api_name=False)
+    outputs = [state_err, model_err, model_b_err, questions_err, *q_errors, figure, table, latency, raw]
+    ask.click(h.ask, [models_dir, model_a, model_b, state, n, *fields], outputs, api_name="ask")
+    return model_a, model_b, model_note
+
+
+def _pickers():
+    with gr.Row(equal_height=True):
+        model_a = gr.Dropdown([], label="Decision model", scale=1)
+        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1)
+    note = gr.Markdown()
+    return model_a, model_b, note, _error_line()
+
+
+def _calibration_panel(models_dir: gr.State):
+    with gr.Row():
+        with gr.Column(scale=4):
+            model_a, model_b, note, model_err = _pickers()
+            source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
+            contexts = gr.Slider(10, 1000, value=50, step=10, label="Contexts (test split) / tickets per kind (probe)",
+                                 info="Every row runs through the model on this CPU; start small.")
+            upload = gr.File(label="Labelled file (.jsonl or .csv)", file_types=[".jsonl", ".json", ".csv"],
+                             type="filepath", height=110, elem_id="dq-upload")
+            set_err = _error_line()
+            with gr.Accordion("Upload format", open=False):
+                gr.Markdown(UPLOAD_HELP)
+            temperature = gr.Checkbox(label="Add temperature scaling fitted on a held-out half (post-hoc reference)")
+            run = gr.Button("Evaluate", variant="primary", elem_id="dq-evaluate")
+        with gr.Column(scale=7):
+            summary = gr.Markdown()
+            table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True)
+            reliability = gr.Plot(show_label=False, elem_id="dq-reliability")
+            selective = gr.Plot(show_label=False, elem_id="dq-selective")
+            ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
+            ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
+    model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature],
+              [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
+    return model_a, model_b, note
+
+
+def _probe_panel(models_dir: gr.State):
+    gr.Markdown(PROBE_HELP)
+    model_a, model_b, note, model_err = _pickers()
+    tickets = gr.Slider(20, 500, value=100, step=10, label="Tickets per kind (one-cue, two-cue)")
+    set_err = _error_line()
+    run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
+    figure = gr.Plot(show_label=False, elem_id="dq-probe-plot")
+    table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False)
+    model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    run.click(h.probe, [models_dir, model_a, model_b, tickets], [set_err, model_err, figure, table], api_name="probe")
+    return model_a, model_b, note
+
+
+def build(demo: gr.Blocks, models_dir: str = "") -> None:
+    """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+    folder = gr.State(str(models_dir or ""))
+    gr.HTML(f"<style>{CSS}</style>")
+    with gr.Tabs():
+        with gr.Tab("Ask", id="decisions-ask"):
+            pickers = [_ask_panel(folder)]
+        with gr.Tab("Calibration", id="decisions-calibration"):
+            pickers.append(_calibration_panel(folder))
+        with gr.Tab("Probe", id="decisions-probe"):
+            pickers.append(_probe_panel(folder))
+    for i, outputs in enumerate(pickers):
+        demo.load(h.model_choices, folder, list(outputs), api_name="decision_models" if i == 0 else False)
+
+    def score(model: str, state: str | dict, questions: dict) -> dict:
+        """Typed-criteria scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""
+        return h.score_api(str(models_dir or ""), model, state, questions)
+
+    gr.api(score, api_name="score")

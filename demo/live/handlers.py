@@ -1,0 +1,186 @@
+"""Handlers of the Live play tab: unpack UI values, make one core call, format for components.
+
+The session is a ``core.live.session.LiveSession`` in ``gr.State`` (one per browser session); the only
+module global is ``MODELS``, the shared cache of loaded read-only models. Generating handlers
+are generators: each yield streams the transcript so far, plus the generation's stop flag (a
+``threading.Event`` kept in a per-session ``gr.State``, never copied); Stop sets that flag, the
+model checks it after every token, and the generator itself reports the stopped turn. Closing the
+generator (a closed tab) stops the model the same way.
+"""
+
+import threading
+from html import escape
+from urllib.parse import urlencode
+
+import gradio as gr
+
+from core import registry
+from core.live import session as live
+from demo.replays import plots
+from core.runs import transcripts
+from core.live.streaming import GenerationSettings
+
+MODELS = registry.ModelCache()
+"""Loaded models, shared read-only by every session (each loads once, on first use)."""
+SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
+
+
+def model_choices(models_dir: str | None) -> list[tuple[str, str]]:
+    """Picker entries for playing policies: ``✓``/``✗`` availability, then the key."""
+    out = []
+    for entry in registry.all_entries(models_dir, kind="policy"):
+        ok = registry.check(entry, MODELS.cache_dir).ok
+        out.append((f"{'✓' if ok else '✗'} {entry.key} — {entry.note}", entry.key))
+    return out
+
+
+def list_models(models_dir: str | None):
+    """Page load: the picker, with the first available model picked."""
+    choices = model_choices(models_dir)
+    value = first_ready(choices)
+    return gr.update(choices=choices, value=value), describe_model(models_dir, value, "")
+
+
+def first_ready(choices: list[tuple[str, str]]) -> str | None:
+    """The first available model's key (else the first key)."""
+    ready = [key for label, key in choices if label.startswith("✓")]
+    return ready[0] if ready else (choices[0][1] if choices else None)
+
+
+def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
+    if path and path.strip():
+        return registry.local_entry(path.strip())
+    if not key:
+        raise live.LiveError("pick a model, or type the path of a local model folder")
+    return registry.find_entry(key, registry.all_entries(models_dir))
+
+
+def describe_model(models_dir: str | None, key: str | None, path: str | None) -> str:
+    """Availability of the picked model (or typed folder), with how to fix it when missing."""
+    try:
+        entry = _entry(models_dir, key, path)
+    except (live.LiveError, KeyError) as exc:
+        return f"⚠️ {exc}"
+    found = registry.check(entry, MODELS.cache_dir)
+    return f"{'✓ available' if found.ok else '✗ unavailable'} · **{entry.key}**: {found.message}"
+
+
+def _budget(session: live.LiveSession | None) -> str:
+    if session is None:
+        return ""
+    b = session.budget()
+    return (f"**Questions left:** {b['questions_left']} / {b['max_questions']} · "
+            f"**Steps left:** {b['steps_left']} / {b['max_steps']}")
+
+
+def _card(session: live.LiveSession | None) -> str:
+    if session is None:
+        return "Start an episode to see its task."
+    s = session.scenario
+    return (f"**{s.id}** · {s.family} · {s.difficulty} ({s.title})\n\n> {s.request}\n\n"
+            f"Required plan fields: {', '.join(f'`{k}`' for k in s.required_keys)}")
+
+
+def _profile(session: live.LiveSession | None):
+    """The hidden profile card: shown to the person in user mode and to spectators in watch mode."""
+    if session is None or (session.mode == "agent" and not session.done):
+        return gr.update(value=None, visible=False)
+    rows = [[("★ " if f in session.scenario.critical_fields else "") + f, str(v)]
+            for f, v in session.scenario.hidden_profile.items()]
+    return gr.update(value=rows, visible=True)
+
+
+def _end_panel(session: live.LiveSession | None, replays_dir: str):
+    """Header, breakdown chart, profile-vs-plan marks, Replays link, download (after the end)."""
+    if session is None or not session.done:
+        return gr.update(visible=False), "", None, None, "", None
+    episode = session.episodes[-1]
+    log = live.save_run(session, replays_dir)
+    query = urlencode({"run": session.run_name, "episode": episode.id})
+    link = (f'<a href="?{escape(query)}" target="_blank">'
+            f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
+    return (gr.update(visible=True), transcripts.episode_header(episode, session.run_name),
+            plots.breakdown_bars(episode.breakdown), transcripts.marks_frame(transcripts.field_marks(episode)),
+            link, str(log))
+
+
+def view(session: live.LiveSession | None, replays_dir: str, message: str | None = None):
+    """Every output of the tab for one session state (``message`` replaces the status line)."""
+    status = message if message is not None else (session.status if session else "")
+    return (session, live.messages(session) if session else [], status, _budget(session), _card(session),
+            _profile(session), *_end_panel(session, replays_dir), *_inputs(session))
+
+
+def _inputs(session: live.LiveSession | None):
+    """Which input row shows: the answer box (user mode) or the agent's tools (agent mode)."""
+    user = session is not None and session.pending is not None
+    agent = session is not None and session.mode == "agent" and not session.done
+    return gr.update(visible=user), gr.update(visible=agent)
+
+
+def start(session, replays_dir, models_dir, key, path, mode, source, family, difficulty, seed, heldout,
+          rubric, temperature, max_new_tokens, sample_seed, int8):
+    """Start button: a new episode in this session (the model is loaded by ``play``)."""
+    try:
+        settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
+        scenario = live.pick_scenario(source, family, difficulty, int(seed), int(heldout))
+        entry = None if mode == "agent" else _entry(models_dir, key, path)
+        session = live.start(mode, scenario, rubric, entry, settings, previous=session)
+    except (live.LiveError, KeyError, ValueError) as exc:
+        return view(session, replays_dir, f"⚠️ {exc}")
+    return view(session, replays_dir)
+
+
+def plan_template(session):
+    """Agent mode: a plan skeleton with the required keys, for the plan editor."""
+    return gr.update() if session is None or session.mode != "agent" else live.plan_skeleton(session)
+
+
+def play(session, replays_dir, progress=gr.Progress()):
+    """Let the model take its turns, streaming (until the end, a question for you, or Stop)."""
+    stop = threading.Event()
+    try:
+        for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
+            yield *view(state, replays_dir), stop
+    except (live.LiveError, registry.ModelLoadError, RuntimeError) as exc:
+        yield *view(session, replays_dir, f"⚠️ {exc}"), stop
+
+
+def request_stop(stop: threading.Event | None) -> str:
+    """Stop button: ask the running generation to stop (it halts at its next token)."""
+    if stop is None or stop.is_set():
+        return "nothing is generating"
+    stop.set()
+    return "stopping…"
+
+
+def answer(session, replays_dir, text):
+    """User mode: your answer to the model's question."""
+    try:
+        session = live.answer_question(session, text)
+    except live.LiveError as exc:
+        return view(session, replays_dir, f"⚠️ {exc}")
+    return view(session, replays_dir)
+
+
+def _agent_move(session, replays_dir, tool, text=""):
+    try:
+        session = live.agent_move(session, tool, text)
+    except live.LiveError as exc:
+        return view(session, replays_dir, f"⚠️ {exc}")
+    return view(session, replays_dir)
+
+
+def ask_user(session, replays_dir, question):
+    """Agent mode: ask the simulated user one question."""
+    return _agent_move(session, replays_dir, "ask_question", question)
+
+
+def propose_plan(session, replays_dir, plan):
+    """Agent mode: submit the plan (a JSON object); this ends the episode."""
+    return _agent_move(session, replays_dir, "propose_plan", plan)
+
+
+def task_info(session, replays_dir):
+    """Agent mode: call get_task_info (free of the question budget, but a step)."""
+    return _agent_move(session, replays_dir, "get_task_info")

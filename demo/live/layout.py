@@ -1,0 +1,125 @@
+"""Layout of the Live play tab: pick a model and a scenario, then watch, answer, or play the agent.
+
+Only components and event wiring live here; every event calls one function of
+``demo.live.handlers``. Model turns run in the queue under the ``live-generate`` concurrency id
+(``GENERATION_SLOTS`` at a time), so a long generation never blocks other tabs. Stop sets the
+running generation's flag (kept in this session's state), which halts the model at its next token.
+"""
+
+from pathlib import Path
+
+import gradio as gr
+
+from core.clarify.families import DIFFICULTIES, FAMILIES
+from core.live.session import MODES
+from core.live.streaming import GenerationSettings
+from demo.live import handlers as h
+
+GENERATION_SLOTS = 2
+"""Model generations running at once across all sessions (2 CPU cores here)."""
+CSS = """
+#live-chat .message {font-size: 14px}
+.live-note {min-height: 0 !important}
+"""
+
+
+def _pickers(models_dir):
+    with gr.Row(equal_height=True):
+        choices = h.model_choices(models_dir)
+        model = gr.Dropdown(choices, value=h.first_ready(choices), label="Model", scale=4, allow_custom_value=True,
+                            info="✓ = on this machine; ✗ = see the note below")
+        path = gr.Textbox(label="…or a local model folder (Hugging Face layout)", scale=3,
+                          placeholder="/path/to/checkpoint")
+        int8 = gr.Checkbox(label="int8 (big models on CPU)", scale=1)
+    model_note = gr.Markdown(elem_classes="live-note")
+    with gr.Row(equal_height=True):
+        mode = gr.Radio([(label, key) for key, label in MODES.items()], value="watch", label="Mode", scale=3)
+        rubric = gr.Radio(["v1", "v2"], value="v1", label="Rubric", scale=1)
+    with gr.Row(equal_height=True):
+        source = gr.Radio([(label, key) for key, label in h.SOURCES.items()], value="generated",
+                          label="Scenario", scale=3)
+        family = gr.Dropdown(["any", *FAMILIES], value="event_planning", label="Family", scale=2)
+        difficulty = gr.Radio(list(DIFFICULTIES), value="easy", label="Difficulty", scale=2)
+        seed = gr.Number(value=0, precision=0, label="Scenario seed", scale=1)
+        heldout = gr.Number(value=0, precision=0, minimum=0, maximum=299, label="Held-out index", scale=1)
+    defaults = GenerationSettings()
+    with gr.Accordion("Generation settings", open=False):
+        with gr.Row():
+            temperature = gr.Slider(0, 2, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)",
+                                    elem_id="live-temperature")
+            max_new = gr.Slider(8, 1024, value=defaults.max_new_tokens, step=8, label="Max new tokens per turn",
+                                elem_id="live-max-new")
+            sample_seed = gr.Number(value=defaults.seed, precision=0, label="Sampling seed")
+    return [model, path, mode, source, family, difficulty, seed, heldout, rubric, temperature, max_new,
+            sample_seed, int8], model_note
+
+
+def _end_panel():
+    with gr.Column(visible=False, elem_id="live-end") as panel:
+        header = gr.Markdown()
+        with gr.Row():
+            breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
+            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1)
+        with gr.Row(equal_height=True):
+            link = gr.HTML()
+            download = gr.File(label="This session's episodes (JSONL)", height=60)
+    return [panel, header, breakdown, marks, link, download]
+
+
+def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | None = None) -> None:
+    """Lay out the Live play tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+    models_dir = str(models_dir) if models_dir else None
+    root, models = gr.State(str(replays_dir)), gr.State(models_dir)
+    session = gr.State(None)
+    stop_flag = gr.State(None)
+    """The running generation's threading.Event (set by Stop); one per browser session."""
+    settings, model_note = _pickers(models_dir)
+    with gr.Row(equal_height=True):
+        start = gr.Button("▶ Start episode", variant="primary")
+        go = gr.Button("Continue ▸")
+        stop = gr.Button("■ Stop", variant="stop")
+    status = gr.Markdown(elem_classes="live-note")
+    with gr.Row():
+        with gr.Column(scale=5):
+            chat = gr.Chatbot(label="Transcript", height=560, elem_id="live-chat", feedback_options=None,
+                              group_consecutive_messages=False, buttons=["copy_all"])
+            with gr.Row(visible=False, equal_height=True) as user_row:
+                reply = gr.Textbox(label="Your answer (the model asked you)", scale=4,
+                                   placeholder="Answer as the user would; the card on the right has your profile")
+                send = gr.Button("Send answer", variant="primary", scale=1)
+            with gr.Column(visible=False) as agent_row:
+                with gr.Row(equal_height=True):
+                    question = gr.Textbox(label="Ask the user", scale=4, placeholder="e.g. How many guests?")
+                    ask = gr.Button("Ask", variant="primary", scale=1)
+                with gr.Row(equal_height=True):
+                    plan = gr.Code(label="Plan (JSON object)", language="json", value="{}", scale=4, lines=3)
+                    with gr.Column(scale=1):
+                        propose = gr.Button("Propose plan", variant="primary")
+                        info = gr.Button("Get task info")
+        with gr.Column(scale=2):
+            budget = gr.Markdown()
+            card = gr.Markdown("Start an episode to see its task.")
+            profile = gr.Dataframe(headers=["field (★ critical)", "hidden value"], label="Hidden profile",
+                                   interactive=False, visible=False, wrap=True)
+    end = _end_panel()
+    outputs = [session, chat, status, budget, card, profile, *end, user_row, agent_row]
+
+    demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
+    gr.on([settings[0].change, settings[1].submit], h.describe_model, [models, settings[0], settings[1]],
+          [model_note], api_name="live_check_model")
+    slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate", show_progress_on=[status])
+    quiet = dict(show_progress="hidden")
+    started = start.click(h.start, [session, root, models, *settings], outputs, api_name="live_start", **quiet)
+    started.then(h.plan_template, [session], [plan], api_name=False, **quiet)
+    started.then(h.play, [session, root], outputs + [stop_flag], api_name="live_play", **slot)
+    go.click(h.play, [session, root], outputs + [stop_flag], api_name="live_continue", **slot)
+    answered = gr.on([send.click, reply.submit], h.answer, [session, root, reply], outputs, api_name="live_answer",
+                     **quiet)
+    answered.then(lambda: "", None, [reply], api_name=False).then(
+        h.play, [session, root], outputs + [stop_flag], api_name=False, **slot)
+    stop.click(h.request_stop, [stop_flag], [status], api_name="live_stop", **quiet)
+    asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask",
+                  **quiet)
+    asked.then(lambda: "", None, [question], api_name=False)
+    propose.click(h.propose_plan, [session, root, plan], outputs, api_name="live_propose", **quiet)
+    info.click(h.task_info, [session, root], outputs, api_name="live_info", **quiet)

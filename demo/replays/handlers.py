@@ -1,0 +1,161 @@
+"""Handlers of the Replays tab: unpack UI values, make one core call, format for components.
+
+One handlers module per tab (not one shared ``demo/handlers.py``) so that tabs built in parallel
+never edit the same file. Every function here is plain Python and testable without launching:
+``root`` is the replays directory (a ``gr.State``), ``uploads`` the session's uploaded runs
+(a ``gr.State`` dict name -> ``LoadedRun``).
+"""
+
+from urllib.parse import urlencode
+
+import gradio as gr
+import pandas as pd
+
+from core.runs import episode_table as table
+from demo.replays import plots
+from core.runs import replays
+from core.runs import transcripts
+from core.runs.episode_log import EpisodeLogError
+
+EPISODE_CHOICES_MAX = 1000
+"""Episode picker entries; more filtered rows than this are reachable by clicking the table."""
+GATES = ["any", "pass", "fail"]
+PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
+
+
+def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
+    rows = [{"run": r.name, "policy": r.policy, "rubric": r.rubric, "scenarios": r.scenarios,
+             "n": r.n, "avg score": None if r.avg_score is None else round(r.avg_score, 3),
+             "95% interval": "" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",
+             "completion": None if r.completion_rate is None else f"{r.completion_rate:.0%}"}
+            for r in infos]
+    return pd.DataFrame(rows, columns=["run", "policy", "rubric", "scenarios", "n", "avg score",
+                                       "95% interval", "completion"])
+
+
+def episode_key(run: str, episode_id: str) -> str:
+    """The episode picker's value: ``run|episode`` (run names never hold ``|``)."""
+    return f"{run}|{episode_id}"
+
+
+def on_load(root: str, request: gr.Request | None = None):
+    """Page load: list the runs and read ``?run=&episode=`` from the URL."""
+    infos = replays.discover_runs(root)
+    names = [r.name for r in infos]
+    query = dict(request.query_params) if request is not None else {}
+    run = query.get("run") if query.get("run") in names else (names[0] if names else None)
+    asked = query.get("run")
+    note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
+    key = episode_key(run, query["episode"]) if run and query.get("episode") else None
+    b = replays.companion_run(names, run)
+    return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
+            gr.update(choices=names, value=run), gr.update(choices=names, value=b), key, note)
+
+
+def _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text):
+    return table.Filters(runs=tuple(runs or ()), families=tuple(families or ()),
+                           difficulties=tuple(difficulties or ()), score_min=float(score_min),
+                           score_max=float(score_max), gate=gate or "any",
+                           terminations=tuple(terminations or ()), text=text or "")
+
+
+def filter_episodes(root, uploads, runs, families, difficulties, score_min, score_max, gate,
+                    terminations, text):
+    """Episode table of the picked runs under the filters, plus the episode picker's choices."""
+    filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
+    try:
+        rows = replays.filtered_rows(root, runs or [], filters, uploads)
+    except replays.VIEW_ERRORS as exc:
+        return None, gr.update(choices=[]), f"⚠ {exc}"
+    head = rows.head(EPISODE_CHOICES_MAX)
+    picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
+             for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
+    count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
+                                           if len(rows) > EPISODE_CHOICES_MAX else "")
+    return table.display_frame(rows), gr.update(choices=picks), count
+
+
+def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
+    """A click on a table row picks that row's episode (the clicked values, so sorting is safe)."""
+    values = evt.row_value or shown.iloc[evt.index[0]].tolist()
+    columns = list(shown.columns)
+    return episode_key(str(values[columns.index("run")]), str(values[columns.index("episode")]))
+
+
+def show_episode(root, uploads, key):
+    """Header, chat transcript, profile-vs-plan marks, breakdown chart and link of one episode."""
+    run, _, episode_id = (key or "").partition("|")
+    no_marks = transcripts.marks_frame([])
+    if not key:
+        return PICK_HINT, [], no_marks, plots.breakdown_bars(None, "no episode picked"), ""
+    try:
+        episode = replays.find_episode(root, run, episode_id, uploads)
+    except replays.VIEW_ERRORS as exc:
+        return f"⚠ {exc}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
+    marks = transcripts.marks_frame(transcripts.field_marks(episode))
+    link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
+        f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
+    return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
+            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
+
+
+def upload_log(root, file, keep_valid, uploads, picked):
+    """Read an uploaded log (our JSONL or a published trace file) into this session's runs.
+
+    The last output clears the upload box, ready for the next file."""
+    if not file:
+        return uploads, "", gr.update(), gr.update(), gr.update(), None
+    try:
+        run = replays.load_upload(file, keep_valid=bool(keep_valid))
+    except EpisodeLogError as exc:
+        return uploads, f"✗ {exc}", gr.update(), gr.update(), gr.update(), None
+    uploads = {**(uploads or {}), run.name: run}
+    names = replays.run_names(root, uploads)
+    return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
+            gr.update(choices=names), gr.update(choices=names), None)
+
+
+def export_table(root, uploads, runs, *filter_values):
+    """Write the filtered table to a CSV file for download."""
+    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    return gr.update(value=str(table.export_csv(table.display_frame(rows))), visible=True)
+
+
+def export_episodes(root, uploads, runs, *filter_values):
+    """Write the filtered episodes to a JSONL log for download."""
+    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    return gr.update(value=str(replays.export_jsonl(replays.rows_episodes(root, rows, uploads))),
+                     visible=True)
+
+
+def overview(root, uploads, runs, *filter_values):
+    """The four overview charts for the picked runs under the filters."""
+    try:
+        rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    except replays.VIEW_ERRORS:
+        rows = table.episode_table([])
+    return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
+            plots.questions_histogram(rows),
+            plots.component_bars(table.component_means(rows, table.COMPONENTS),
+                                 table.COMPONENT_WEIGHTS))
+
+
+def compare(root, uploads, run_a, run_b):
+    """Paired comparison of two runs on their shared scenarios."""
+    try:
+        comp = replays.compare_named(root, run_a, run_b, uploads)
+    except replays.VIEW_ERRORS as exc:
+        return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
+    return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
+            plots.difference_bars(comp.table, run_a, run_b),
+            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
+
+
+def compare_episode(root, uploads, run_a, run_b, scenario):
+    """The two runs' episodes of one shared scenario, as chats side by side."""
+    try:
+        ep_a, ep_b = replays.compared_episodes(root, run_a, run_b, scenario, uploads)
+    except replays.VIEW_ERRORS:
+        return [], []
+    return (gr.update(value=transcripts.chat_messages(ep_a), label=f"a: {run_a} · score {ep_a.score:.3f}"),
+            gr.update(value=transcripts.chat_messages(ep_b), label=f"b: {run_b} · score {ep_b.score:.3f}"))

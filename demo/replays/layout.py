@@ -1,0 +1,136 @@
+"""Layout of the Replays tab: pick runs, filter episodes, read one, compare two, see the overview.
+
+Only components and event wiring live here; every event calls a function of
+``demo.replays.handlers``. Nothing is loaded while the layout is built: runs are listed on page
+load and read on first use, so the app starts fast.
+"""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import gradio as gr
+
+from core.clarify.families import DIFFICULTIES, FAMILIES
+from core.records import Termination
+from demo.replays.plots import family_legend
+from demo.replays import handlers as h
+
+TERMINATIONS = list(Termination.__args__)
+
+
+def _filters() -> list[gr.components.Component]:
+    with gr.Row(equal_height=True):
+        family = gr.Dropdown(list(FAMILIES), multiselect=True, label="Family", scale=3)
+        difficulty = gr.CheckboxGroup(list(DIFFICULTIES), label="Difficulty", scale=2)
+        termination = gr.Dropdown(TERMINATIONS, multiselect=True, label="Ended by", scale=2)
+    with gr.Row(equal_height=True):
+        gate = gr.Radio(h.GATES, value="any", label="Format gate", scale=2)
+        score_min = gr.Slider(0, 1, value=0, step=0.01, label="Score at least", scale=2)
+        score_max = gr.Slider(0, 1, value=1, step=0.01, label="Score at most", scale=2)
+        text = gr.Textbox(label="Search transcripts", placeholder="e.g. budget, zoom, seed10003 (Enter)",
+                          scale=3)
+    return [family, difficulty, score_min, score_max, gate, termination, text]
+
+
+def _episode_view():
+    header = gr.Markdown(h.PICK_HINT)
+    with gr.Row():
+        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
+                          feedback_options=None, group_consecutive_messages=False)
+        with gr.Column(scale=6):
+            breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
+            marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
+                                 "never revealed)", interactive=False, wrap=True, max_height=320,
+                                 column_widths=["22%", "15%", "15%", "14%", "14%", "20%"])
+    link = gr.Markdown()
+    return header, chat, marks, breakdown, link
+
+
+def _runs_bar() -> SimpleNamespace:
+    with gr.Row(equal_height=True):
+        runs = gr.Dropdown([], multiselect=True, label="Runs", scale=4, allow_custom_value=True,
+                           info="Shipped runs under replays/, plus any log you open here")
+        upload = gr.File(label="Open a log (.jsonl, or a published trace .json)", scale=2, height=110)
+        keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
+    upload_note, query_note = gr.Markdown(), gr.Markdown()
+    with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380)
+    return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
+                           query_note=query_note, runs_table=runs_table)
+
+
+def _episodes_tab() -> SimpleNamespace:
+    filters = _filters()
+    with gr.Row(equal_height=True):
+        count = gr.Markdown()
+        csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
+        jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
+    export = gr.File(label="Download", visible=False, height=60)
+    table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table",
+                         label="Episodes (click a row to open it; click a header to sort)")
+    picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
+    view = _episode_view()
+    return SimpleNamespace(filters=filters, count=count, csv_btn=csv_btn, jsonl_btn=jsonl_btn,
+                           export=export, table=table, picker=picker, view=list(view))
+
+
+def _compare_tab() -> SimpleNamespace:
+    with gr.Row():
+        run_a = gr.Dropdown([], label="Run a", allow_custom_value=True)
+        run_b = gr.Dropdown([], label="Run b", allow_custom_value=True)
+    note = gr.Markdown()
+    plot = gr.Plot(show_label=False)
+    table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")
+    scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
+                           allow_custom_value=True)
+    with gr.Row():
+        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
+        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
+    return SimpleNamespace(run_a=run_a, run_b=run_b, note=note, plot=plot, table=table,
+                           scenario=scenario, chat_a=chat_a, chat_b=chat_b)
+
+
+def _overview_tab() -> list[gr.Plot]:
+    gr.HTML(f"<div style='font-size:13px'>The picked runs, under the Episodes tab's filters. "
+            f"Family colours: {family_legend()}</div>")
+    with gr.Row():
+        families, components = gr.Plot(show_label=False), gr.Plot(show_label=False)
+    with gr.Row():
+        scores, questions = gr.Plot(show_label=False), gr.Plot(show_label=False)
+    return [families, scores, questions, components]
+
+
+def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
+    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+    state = [gr.State(str(replays_dir)), gr.State({})]
+    top = _runs_bar()
+    with gr.Tabs():
+        with gr.Tab("Episodes"):
+            ep = _episodes_tab()
+        with gr.Tab("Compare"):
+            cmp = _compare_tab()
+        with gr.Tab("Overview"):
+            charts = _overview_tab()
+    _wire(demo, state, top, ep, cmp, charts)
+
+
+def _wire(demo, state, top, ep, cmp, charts) -> None:
+    root, uploads = state
+    selection = [top.runs, *ep.filters]
+    triggers = [top.runs.change, *[f.change for f in ep.filters[:-1]], ep.filters[-1].submit]
+    demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker, top.query_note],
+              api_name="replays_load")
+    gr.on(triggers, h.filter_episodes, state + selection, [ep.table, ep.picker, ep.count],
+          api_name="filter_episodes")
+    gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
+    ep.table.select(h.pick_row, [ep.table], [ep.picker], api_name=False)
+    ep.picker.change(h.show_episode, state + [ep.picker], ep.view, api_name="show_episode")
+    top.upload.upload(h.upload_log, [root, top.upload, top.keep_valid, uploads, top.runs],
+                      [uploads, top.upload_note, top.runs, cmp.run_a, cmp.run_b, top.upload],
+                      api_name="upload_log")
+    ep.csv_btn.click(h.export_table, state + selection, [ep.export], api_name="export_csv")
+    ep.jsonl_btn.click(h.export_episodes, state + selection, [ep.export], api_name="export_jsonl")
+    gr.on([cmp.run_a.change, cmp.run_b.change], h.compare, state + [cmp.run_a, cmp.run_b],
+          [cmp.note, cmp.table, cmp.plot, cmp.scenario], api_name="compare")
+    cmp.scenario.change(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
+                        [cmp.chat_a, cmp.chat_b], api_name="compare_episode")

@@ -1,0 +1,193 @@
+"""Plotly figures for the replay viewer: one builder per chart, tables in, figures out.
+
+Colours are fixed per task family and per rubric component across every chart, so a reader
+learns them once; several runs in one chart differ by bar pattern, never by family colour.
+"""
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.clarify.families import FAMILIES
+from core.records import Recorded, RewardBreakdown
+
+FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
+"""Family -> colour, in the families table's order (Tableau-like, colour-blind tolerant)."""
+COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#2F4B7C", "InfoGain": "#1B9E9E",
+                    "QuestionEfficiency": "#C9A227", "HallucinationCheck": "#8C564B"}
+"""Component -> colour; deliberately none of the family colours, so no chart mixes the two."""
+RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
+"""Bar pattern per run, in the order runs are given."""
+_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=40), height=340,
+               legend=dict(orientation="h", y=-0.2), font=dict(size=13))
+
+
+def short_component(name: str) -> str:
+    """``FieldMatchRubric`` -> ``FieldMatch`` (the published suffix adds nothing on a chart)."""
+    return name.removesuffix("Rubric")
+
+
+def family_color(family: str) -> str:
+    return FAMILY_COLORS.get(family, "#7F7F7F")
+
+
+def _run_legend(fig: go.Figure, runs: Sequence[str]) -> None:
+    """Legend entries for the run patterns (grey swatches), only when several runs share a chart."""
+    if len(runs) < 2:
+        return
+    for i, run in enumerate(runs):
+        fig.add_bar(x=[None], y=[None], name=str(run), legendgroup="runs", legendgrouptitle_text="run",
+                    marker=dict(color="#BBBBBB", pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])))
+
+
+def _empty(title: str, why: str) -> go.Figure:
+    fig = go.Figure(layout=dict(title=title, **_LAYOUT))
+    fig.add_annotation(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def family_bars(scores: pd.DataFrame) -> go.Figure:
+    """Per-family mean (bars) and max (ticks) score, one bar pattern per run.
+
+    Args:
+        scores: ``core.runs.replays.family_scores`` output (run, family, mean, max, n).
+    """
+    title = "Score per family: mean (bar) and best episode (tick)"
+    if scores.empty:
+        return _empty(title, "no episodes selected")
+    fig = go.Figure(layout=dict(title=title, barmode="group", **_LAYOUT))
+    groups = list(scores.groupby("run", observed=True, sort=False))
+    for i, (run, rows) in enumerate(groups):
+        colors = [family_color(f) for f in rows["family"]]
+        pattern = RUN_PATTERNS[i % len(RUN_PATTERNS)]
+        fig.add_bar(x=rows["family"], y=rows["mean"], name=str(run), offsetgroup=str(i), showlegend=False,
+                    marker=dict(color=colors, pattern=dict(shape=pattern)),
+                    customdata=rows[["max", "n"]], hovertemplate=(
+                        "%{x}<br>mean %{y:.3f}<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
+        fig.add_scatter(x=rows["family"], y=rows["max"], mode="markers", offsetgroup=str(i),
+                        marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
+                        showlegend=False, hoverinfo="skip")
+    _run_legend(fig, [run for run, _ in groups])
+    fig.update_layout(scattermode="group")
+    fig.update_yaxes(range=[0, 1.05], title="score")
+    return fig
+
+
+def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: dict,
+               xrange: list[float]) -> go.Figure:
+    if frame.empty:
+        return _empty(title, "no episodes selected")
+    runs = list(frame["run"].astype(str).unique())
+    fig = go.Figure(layout=dict(title=title, barmode="stack", **_LAYOUT))
+    for i, run in enumerate(runs):
+        rows = frame[frame["run"] == run]
+        for family, fam_rows in rows.groupby("family", observed=True):
+            fig.add_histogram(x=fam_rows[column], name=family, legendgroup=family, xbins=bins,
+                              marker=dict(color=family_color(family),
+                                          pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
+                              showlegend=i == 0, offsetgroup=str(i),
+                              hovertemplate=f"{run}<br>{family}<br>%{{x}}: %{{y}} episodes<extra></extra>")
+    _run_legend(fig, runs)
+    fig.update_xaxes(title=xtitle, range=xrange)
+    fig.update_yaxes(title="episodes")
+    return fig
+
+
+def score_histogram(frame: pd.DataFrame) -> go.Figure:
+    """Distribution of episode scores, stacked by family (one pattern per run)."""
+    return _histogram(frame, "score", "Episode scores", "score",
+                      dict(start=0.0, end=1.0001, size=0.05), [0, 1.0])
+
+
+def questions_histogram(frame: pd.DataFrame) -> go.Figure:
+    """How many questions episodes asked, stacked by family (one pattern per run)."""
+    fig = _histogram(frame, "questions", "Questions asked per episode", "questions",
+                     dict(start=-0.5, end=7.5, size=1), [-0.5, 6.5])
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None) -> go.Figure:
+    """Mean of each rubric component, one bar pattern per run.
+
+    Args:
+        means: ``core.runs.replays.component_means`` output (run, component, mean).
+        weights: component -> weight, shown in the axis labels when given.
+    """
+    title = "Mean rubric components"
+    if means.empty:
+        return _empty(title, "no rubric breakdowns in the selection")
+    weights = weights or {}
+    fig = go.Figure(layout=dict(title=title, barmode="group", **_LAYOUT))
+    groups = list(means.groupby("run", observed=True, sort=False))
+    for i, (run, rows) in enumerate(groups):
+        names = [short_component(c) for c in rows["component"]]
+        labels = [f"{n} ×{weights[c]:.2f}" if c in weights else f"{n} (gate)"
+                  for n, c in zip(names, rows["component"])]
+        fig.add_bar(x=labels, y=rows["mean"], name=str(run), showlegend=False,
+                    marker=dict(color=[COMPONENT_COLORS.get(n, "#7F7F7F") for n in names],
+                                pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
+                    hovertemplate="%{x}<br>mean %{y:.3f}<extra>" + str(run) + "</extra>")
+    _run_legend(fig, [run for run, _ in groups])
+    fig.update_yaxes(range=[0, 1.05], title="mean value")
+    return fig
+
+
+def breakdown_bars(breakdown: RewardBreakdown | None,
+                   missing: str = "this episode has no breakdown (still running)",
+                   recorded: Recorded | None = None) -> go.Figure:
+    """One episode's rubric: each component's value and its weighted share of the score.
+
+    With ``recorded`` (an imported log's own scores), its component values are drawn as black
+    diamonds over our bars, so a re-scored episode shows both verdicts.
+    """
+    if breakdown is None:
+        return _empty("Rubric breakdown", missing)
+    gate = "passed" if breakdown.gate_passed else "FAILED: score is 0"
+    title = f"Score {breakdown.total:.3f} (rubric {breakdown.rubric}) · format gate {gate}"
+    names = list(breakdown.weights) or list(breakdown.components)
+    labels = [f"{short_component(n)}<br>×{breakdown.weights.get(n, 0):.2f}" for n in names]
+    values = [breakdown.components.get(n, 0.0) for n in names]
+    shares = [v * breakdown.weights.get(n, 0.0) * breakdown.gate_passed for n, v in zip(names, values)]
+    colors = [COMPONENT_COLORS.get(short_component(n), "#7F7F7F") for n in names]
+    fig = go.Figure(layout=dict(title=dict(text=title, subtitle=dict(
+        text="pale bar: component value · solid bar: weight × value, its share of the score")),
+        barmode="overlay", showlegend=False, **{**_LAYOUT, "margin": dict(l=50, r=20, t=70, b=40)}))
+    fig.add_bar(x=labels, y=values, name="component value", marker=dict(color=colors, opacity=0.35),
+                text=[f"{v:.2f}" for v in values], textposition="outside",
+                hovertemplate="%{x}<br>value %{y:.3f}<extra></extra>")
+    fig.add_bar(x=labels, y=shares, name="weight × value (adds to the score)",
+                marker=dict(color=colors), width=0.4,
+                hovertemplate="%{x}<br>contributes %{y:.3f}<extra></extra>")
+    if recorded is not None and recorded.breakdown:
+        fig.add_scatter(x=labels, y=[recorded.breakdown.get(n) for n in names], mode="markers",
+                        name=f"recorded by {recorded.source}", marker=dict(symbol="diamond", size=11, color="#111"),
+                        hovertemplate="%{x}<br>recorded %{y:.3f}<extra></extra>")
+        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {recorded.source} "
+                                              f"(score {recorded.score:.3f}) · solid: weight × value")
+    fig.update_yaxes(range=[0, 1.15], title="value")
+    return fig
+
+
+def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:
+    """Per-scenario score difference (a - b), coloured by family, sorted."""
+    title = f"Score difference per shared scenario: {run_a} − {run_b}"
+    if table.empty:
+        return _empty(title, "the two runs share no scenario")
+    rows = table.sort_values("diff")
+    fig = go.Figure(layout=dict(title=title, **_LAYOUT))
+    fig.add_bar(x=rows["scenario"], y=rows["diff"],
+                marker=dict(color=[family_color(f) for f in rows["family"]]),
+                hovertemplate="%{x}<br>difference %{y:+.3f}<extra></extra>")
+    fig.update_xaxes(showticklabels=len(rows) <= 30, title="scenario (sorted by difference)")
+    fig.update_yaxes(range=[-1.05, 1.05], title="score a − score b")
+    return fig
+
+
+def family_legend(families: Sequence[str] = tuple(FAMILIES)) -> str:
+    """HTML swatches naming each family's colour (one line above the charts)."""
+    chips = [f'<span style="color:{family_color(f)}">■</span> {f}' for f in families]
+    return " &nbsp; ".join(chips)

@@ -1,0 +1,83 @@
+"""Real browser (Playwright + Debian Chromium) on the Decisions tab.
+
+Fills a state, adds a second question, asks, sees the bar chart and the answers table; then opens
+the calibration view. Screenshots land in the test's tmp_path.
+"""
+
+import pytest
+import torch
+
+from tests.app.harness import launched
+from tests.fixtures.tiny_decision import export_models
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    torch.set_num_threads(1)
+    import app
+
+    with launched(app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))) as url:
+        yield url.rstrip("/")
+
+
+def _open(browser, url):
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
+    page.goto(url)
+    page.get_by_role("tab", name="Decisions").click()
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=30000)
+    return page
+
+
+def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    page.locator("#dq-state textarea").fill("Ticket 88: the card payment was declined twice and the customer is angry.")
+    page.get_by_label("q1 question").fill("Which team should handle this?")
+    page.get_by_label("q1 options").fill("BIL: billing\nSEC: security\nINF: infrastructure")
+    page.locator("#dq-add").click()
+    page.get_by_label("q2 question").fill("Should someone be paged now?")
+    page.get_by_label("q2 type").click()
+    page.get_by_role("option", name="Yes/no").click()
+    page.locator("#dq-ask").click()
+    page.get_by_text("Latency:", exact=False).wait_for(timeout=30000)
+    plot = page.locator("#dq-answers .js-plotly-plot")
+    plot.wait_for(timeout=20000)
+    svg = plot.inner_text()
+    assert "Which team should handle this?" in svg and "Should someone be paged now?" in svg
+    assert svg.count("★") == 2  # one chosen option per question
+    page.screenshot(path=str(tmp_path / "decisions_ask.png"), full_page=True)
+    # bad input: an option list with one entry gets a message next to its row, the tab keeps working
+    page.get_by_label("q1 options").fill("only one")
+    page.locator("#dq-ask").click()
+    page.get_by_text("1 option(s); a choice needs at least 2", exact=False).wait_for(timeout=20000)
+    page.screenshot(path=str(tmp_path / "decisions_bad_input.png"), full_page=True)
+    page.get_by_label("q1 options").fill("billing\nsecurity")
+    page.locator("#dq-ask").click()
+    page.get_by_text("1 option(s)", exact=False).wait_for(state="hidden", timeout=20000)
+
+
+UPLOAD = "".join(
+    f'{{"state": "Ticket {i}: {s}", "question": "Which team?", "options": ["billing", "security", "None of the above"], '
+    f'"label": "{lab}", "context_id": "t{i}"}}\n'
+    for i, (s, lab) in enumerate([("charged twice", "billing"), ("new device login", "security"),
+                                  ("refund missing", "billing"), ("phishing mail", "security"),
+                                  ("printer jam", "None of the above"), ("invoice wrong", "billing")] * 5))
+
+
+def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
+    path = tmp_path / "labelled.jsonl"
+    path.write_text(UPLOAD)
+    page = _open(browser, app_url)
+    page.get_by_role("tab", name="Calibration").click()
+    page.get_by_label("uploaded file").check()
+    page.locator("#dq-upload input[type=file]").set_input_files(str(path))
+    page.get_by_text("labelled.jsonl").first.wait_for(timeout=20000)
+    page.get_by_label("Add temperature scaling", exact=False).check()
+    page.locator("#dq-evaluate").click()
+    page.get_by_text("30 rows from uploaded file", exact=False).wait_for(timeout=60000)
+    page.locator("#dq-reliability .js-plotly-plot").wait_for(timeout=20000)
+    page.locator("#dq-selective .js-plotly-plot").wait_for(timeout=20000)
+    assert "Reliability" in page.locator("#dq-reliability").inner_text()
+    page.get_by_text("a post-hoc reference", exact=False).wait_for(timeout=10000)
+    page.screenshot(path=str(tmp_path / "decisions_calibration.png"), full_page=True)

@@ -1,0 +1,118 @@
+"""The Live play tab in a real browser (Playwright + Debian Chromium): a Watch episode streams and
+ends with its breakdown, Stop halts a long generation on the server, and a person plays one
+"You are the agent" episode. Screenshots go to the test's temporary directory."""
+
+import os
+import threading
+import time
+
+import pytest
+
+import app as app_module
+from tests.app.harness import chromium, launched
+from tests.fixtures.tiny_chat import build_tiny_chat
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("live_browser")
+    build_tiny_chat(root / "models" / "tiny")
+    build_tiny_chat(root / "slow", hidden=384, layers=6)  # ~10x slower per token: Stop lands mid-turn
+    demo = app_module.build(root / "replays", models_dir=root / "models")  # the real app, every tab
+    with launched(demo) as url:
+        yield url, root
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Overrides conftest's: this module skips only when /usr/bin/chromium itself is absent."""
+    with chromium(accept_on_path=False) as b:
+        yield b
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.get_by_role("tab", name="Live play").click()
+    page.get_by_text("ready to load from").wait_for(timeout=20000)
+    return page
+
+
+def set_slider(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def use_slow_greedy(page, root, max_new_tokens):
+    """Type the slow model's folder and pick greedy decoding (it then never ends a turn early)."""
+    path = page.get_by_label("…or a local model folder (Hugging Face layout)")
+    path.fill(str(root / "slow"))
+    path.press("Enter")
+    page.get_by_text(f"ready to load from {root / 'slow'}").wait_for(timeout=20000)
+    page.get_by_text("Generation settings").click()
+    set_slider(page, "live-temperature", 0)
+    set_slider(page, "live-max-new", max_new_tokens)
+
+
+def generating():
+    return [t for t in threading.enumerate() if t.name == "live-generate"]
+
+
+def test_watch_episode_streams_and_ends_with_the_breakdown(app, browser, tmp_path):
+    url, root = app
+    page = open_page(browser, url)
+    use_slow_greedy(page, root, 96)
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("generating (").first.wait_for(timeout=20000)  # streamed partial text
+    page.screenshot(path=tmp_path / "watch_streaming.png", full_page=True)
+    page.get_by_text("episode ended (").first.wait_for(timeout=60000)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)  # the breakdown chart
+    end = page.locator("#live-end")
+    assert end.get_by_text("Open in Replays").is_visible()
+    assert end.get_by_text("Hidden profile vs. submitted plan").is_visible()
+    page.screenshot(path=tmp_path / "watch_end.png", full_page=True)
+    assert (tmp_path / "watch_end.png").stat().st_size > 10_000
+
+
+def test_stop_halts_the_generation_on_the_server(app, browser, tmp_path):
+    url, root = app
+    page = open_page(browser, url)
+    use_slow_greedy(page, root, 1024)
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("generating (").first.wait_for(timeout=20000)
+    page.get_by_role("button", name="■ Stop").click()
+    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=20000)
+    deadline = time.monotonic() + 10
+    while generating() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not generating(), "the model kept generating after Stop"
+    page.screenshot(path=tmp_path / "stopped.png", full_page=True)
+
+
+def test_play_one_episode_as_the_agent(app, browser, tmp_path):
+    url, root = app
+    page = open_page(browser, url)
+    page.get_by_label("You are the agent").check()
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_label("Ask the user").fill("What kind of event is it?")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    page.get_by_text("Questions left: 5 / 6").or_(page.get_by_text("Questions left:** 5")).first.wait_for(timeout=20000)
+    editor = page.locator(".cm-content").last
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type('{"event_type": "birthday", "date": "today", "guest_count": 10, "venue": "home"}')
+    page.get_by_role("button", name="Propose plan").click()
+    page.get_by_text("episode ended (plan)").first.wait_for(timeout=20000)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+    page.screenshot(path=tmp_path / "agent_end.png", full_page=True)
+    runs = list((root / "replays" / "sessions").glob("live-*/episodes.jsonl"))
+    assert runs, "the session's episodes were not written as a run under replays/sessions"
+    href = page.get_by_text("Open in Replays").get_attribute("href")
+    assert href.startswith("?run=sessions%2Flive-")
+    page.goto(url.rstrip("/") + "/" + href)  # the link opens the Replays tab at this episode
+    page.get_by_text("policy human").first.wait_for(timeout=20000)
+    page.screenshot(path=tmp_path / "open_in_replays.png", full_page=True)

@@ -1,0 +1,70 @@
+"""Real browser (Playwright + Debian Chromium) against the launched app.
+
+Opens the Replays tab, picks a run and an episode, checks the transcript and the breakdown plot,
+then follows a ``?run=&episode=`` link. Screenshots land in the test's tmp_path.
+"""
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.app.harness import launched
+
+pytestmark = pytest.mark.browser
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    import app
+
+    with launched(app.build(FIXTURE)) as url:
+        yield url.rstrip("/")
+
+
+def _open(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
+    return page
+
+
+def test_pick_run_and_episode(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    # The first run is picked on load; add the second through the runs dropdown.
+    page.get_by_label("Runs").click()
+    page.get_by_role("option", name="fixture-set/oracle").click()
+    page.keyboard.press("Escape")
+    page.get_by_text("12 episodes").wait_for(timeout=20000)
+    # Open an episode by clicking its row in the table.
+    page.locator("#replay-table").get_by_text("seed2_event_planning_medium#0").first.click()
+    page.get_by_text("seed2_event_planning_medium#0 · score").wait_for(timeout=20000)
+    page.get_by_text("What event type do you want?").first.wait_for(timeout=20000)
+    page.get_by_text("Proposes a plan").first.wait_for(timeout=20000)
+    page.get_by_text("format gate passed").first.wait_for(timeout=20000)  # the breakdown plot's title
+    assert page.locator(".js-plotly-plot").count() >= 1
+    page.screenshot(path=str(tmp_path / "replays_episode.png"), full_page=True)
+
+
+def test_link_opens_episode(browser, app_url, tmp_path):
+    query = urlencode({"run": "fixture-set/oracle", "episode": "seed4_coding_requirements_hard#0"})
+    page = _open(browser, f"{app_url}/?{query}")
+    page.get_by_text("seed4_coding_requirements_hard#0 · score").wait_for(timeout=30000)
+    page.get_by_text("What deployment target do you want?").first.wait_for(timeout=20000)
+    page.get_by_text("format gate passed").first.wait_for(timeout=20000)
+    page.screenshot(path=str(tmp_path / "replays_link.png"), full_page=True)
+
+
+def test_uploads_bad_then_good(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    bad = tmp_path / "broken.jsonl"
+    bad.write_bytes(b"\x00\x01binary\xff")
+    page.locator("input[type=file]").first.set_input_files(str(bad))
+    page.get_by_text("this is a binary file", exact=False).wait_for(timeout=30000)
+    trace = Path(__file__).parents[1] / "fixtures" / "published_trace_small.json"
+    page.screenshot(path=str(tmp_path / "replays_bad_upload.png"), full_page=True)
+    page.locator("input[type=file]").first.set_input_files(str(trace))
+    page.get_by_text("Opened upload:published_trace_small.json", exact=False).wait_for(timeout=30000)
+    page.get_by_text("9 episodes").wait_for(timeout=20000)  # the run picked on load (6) plus the 3 uploaded
+    page.screenshot(path=str(tmp_path / "replays_upload.png"), full_page=True)

@@ -1,0 +1,83 @@
+"""The launched app through gradio_client: the Replays endpoints answer under stable api_names."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.harness import free_port, launched
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
+ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
+FILTERS = dict(families=[], difficulties=[], score_min=0, score_max=1, gate="any", terminations=[], text="")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from gradio_client import Client
+
+    import app
+
+    with launched(app.build(FIXTURE)) as url:
+        yield Client(url, verbose=False)
+
+
+def test_named_endpoints(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/filter_episodes", "/show_episode", "/compare", "/compare_episode", "/overview",
+            "/upload_log", "/export_csv", "/export_jsonl", "/replays_load"} <= names
+
+
+def test_filter_and_show(client):
+    table, picker, count = client.predict([ORACLE, GUESS], *FILTERS.values(), api_name="/filter_episodes")
+    assert "**12** episodes" in count and len(table["data"]) == 12
+    table, _, count = client.predict([GUESS], [], ["hard"], 0, 1, "fail", [], "", api_name="/filter_episodes")
+    assert [row[0] for row in table["data"]] == ["seed6_meeting_scheduling_hard#0"]
+    header, chat, marks, plot, link = client.predict(f"{GUESS}|seed6_meeting_scheduling_hard#0",
+                                                     api_name="/show_episode")
+    assert "unparseable" in header and "gate ✗" in header
+    assert any("No parseable tool call" in str(m["content"]) for m in chat)
+    assert plot is not None and "episode=seed6_meeting_scheduling_hard%230" in link
+
+
+def test_path_traversal_is_refused(client):
+    header, chat, _, _, link = client.predict("../../../etc|passwd", api_name="/show_episode")
+    assert header.startswith("⚠") and chat == [] and link == ""
+
+
+def test_compare(client):
+    note, diff, _, scenarios = client.predict(ORACLE, GUESS, api_name="/compare")
+    assert "6** shared scenarios" in note and len(diff["data"]) == 6
+
+
+def test_export_csv(client):
+    out = client.predict([ORACLE], *FILTERS.values(), api_name="/export_csv")
+    path = out["value"] if isinstance(out, dict) else out
+    assert Path(path).read_text().startswith("episode,family")
+
+
+def test_main_prints_where_it_listens(tmp_path):
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--replays-dir", str(FIXTURE)],
+                            cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        while line and "listening" not in line:
+            line = proc.stdout.readline()
+        assert f"ClarifyLab listening on http://127.0.0.1:{port}" in line
+        deadline = time.time() + 60
+        while True:
+            try:
+                assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status == 200
+                break
+            except OSError:
+                assert time.time() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

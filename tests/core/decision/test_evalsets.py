@@ -1,0 +1,79 @@
+"""Labelled evaluation sets: the upload format, its line-numbered errors, and generated rows."""
+
+import json
+
+import pytest
+
+from core.decision.evalsets import EvalSetError, load_items, parse_upload
+
+GOOD = [
+    {"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security", "None of the above"],
+     "label": "billing", "context_id": "t1"},
+    {"state": "Card charged twice.", "question": "Page someone now?", "kind": "noul", "label": "false", "context_id": "t1"},
+    {"state": {"msg": "server down"}, "question": "How urgent?", "kind": "score", "options": ["low", "high"], "label": 1},
+]
+
+
+def _jsonl(records) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def test_jsonl_rows_become_items():
+    items = parse_upload("set.jsonl", _jsonl(GOOD).encode())
+    assert [it.label for it in items] == [0, 1, 1]
+    assert items[0].nota == 2 and items[1].nota is None
+    assert items[1].question.options == ("true", "false") and items[1].question.kind == "noul"
+    assert items[0].context_id == items[1].context_id == "t1"
+    assert items[2].context_id == '{"msg": "server down"}'  # default: the state itself
+
+
+def test_csv_rows_match_jsonl():
+    csv = ("state,question,options,label,kind,context_id\n"
+           "Card charged twice.,Which team?,billing|security|None of the above,billing,,t1\n"
+           "Card charged twice.,Page someone now?,,false,noul,t1\n")
+    items = parse_upload("set.csv", csv)
+    assert [(it.question.options, it.label) for it in items] == [
+        (("billing", "security", "None of the above"), 0), (("true", "false"), 1)]
+
+
+def _bad(line2: dict) -> str:
+    return _jsonl([GOOD[0], line2])
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("set.jsonl", _bad({**GOOD[0], "label": "finance"}), "line 2: label 'finance' is not one of the options"),
+    ("set.jsonl", _bad({**GOOD[0], "label": 3}), "line 2: label 3 is outside 0..2"),
+    ("set.jsonl", _bad({**GOOD[0], "options": ["only"]}), "line 2: question 'Which team?': 1 option(s)"),
+    ("set.jsonl", _bad({**GOOD[0], "options": ["a", "a"]}), "line 2: question 'Which team?': option 2 ('a') duplicates"),
+    ("set.jsonl", _bad({**GOOD[0], "state": "  "}), "line 2: state is empty"),
+    ("set.jsonl", _bad({**GOOD[0], "kind": "poll"}), "line 2: kind 'poll'"),
+    ("set.jsonl", _bad({**GOOD[0], "answer": "x"}), "line 2: unknown field(s) ['answer']"),
+    ("set.jsonl", _bad({"state": "s", "question": "q?"}), "line 2: missing field(s) ['label']"),
+    ("set.jsonl", _jsonl(GOOD[:1]) + "{not json\n", "line 2: not JSON"),
+    ("set.jsonl", "\n\n", "holds no rows"),
+    ("set.csv", "state,question,options,label\ns,Which?,a|b,c\n", "line 2: label 'c' is not one of the options"),
+    ("set.txt", "anything", "expected a .jsonl or .csv file"),
+    ("set.jsonl", b"\xff\xfe", "not UTF-8"),
+])
+def test_malformed_uploads_name_the_line(name, text, message):
+    with pytest.raises(EvalSetError) as err:
+        parse_upload(name, text)
+    assert message in str(err.value)
+
+
+def test_load_items_reads_the_file_and_refuses_a_missing_one(tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(_jsonl(GOOD))
+    assert len(load_items("uploaded file", 10, str(path))) == 3
+    with pytest.raises(EvalSetError, match="upload a .jsonl or .csv file first"):
+        load_items("uploaded file", 10, None)
+    with pytest.raises(EvalSetError, match="unknown evaluation set"):
+        load_items("tomorrow's data", 10)
+
+
+def test_generated_sets_when_the_data_generators_exist():
+    pytest.importorskip("core.decision.data")
+    split, probe = load_items("our test split", 4), load_items("known-posterior probe", 3)
+    assert len(split) == 12 and len({it.context_id for it in split}) == 4
+    assert len(probe) == 12  # 6 tickets, department + escalate each
+    assert sum("two_cue" in it.tags for it in probe) == 6

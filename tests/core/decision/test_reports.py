@@ -1,0 +1,124 @@
+"""Calibration reports: scoring items through a Decider, metric intervals, temperature, probe."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from core import calibration as cal
+from core.decision import Choice, Noul
+from core.decision.questions import make_answer
+from core.decision.evalsets import EvalItem
+from core.decision.reports import (
+    evaluate, fit_temperature, metrics_rows, model_report, probabilities, probe_summary, scale, split_contexts,
+)
+
+
+class FixedDecider:
+    """A decision model that answers from a table: (state, question text) -> probabilities."""
+
+    def __init__(self, table):
+        self.table, self.calls = table, 0
+
+    def decide(self, state, questions):
+        self.calls += 1
+        return [make_answer(q, self.table[(state, q.text)]) for q in questions]
+
+
+def _items(n_contexts: int, rng: random.Random, temperature: float = 1.0):
+    """Contexts with a true 3-way posterior; labels drawn from it; the model reports p^(1/temperature)."""
+    items, table = [], {}
+    for c in range(n_contexts):
+        p = np.array([rng.random() + 0.05 for _ in range(3)])
+        p /= p.sum()
+        label = rng.choices(range(3), weights=p)[0]
+        q = Choice("Which team?", ["billing", "security", "None of the above"])
+        items.append(EvalItem(f"c{c}", f"state {c}", q, label, ("two_cue", "department") if c % 2 else ("one_cue", "department")))
+        shown = p ** (1 / temperature)
+        table[(f"state {c}", q.text)] = (shown / shown.sum()).tolist()
+        items.append(EvalItem(f"c{c}", f"state {c}", Noul("Page now?"), c % 2, ("escalate",)))
+        table[(f"state {c}", "Page now?")] = [0.9, 0.1]
+    return items, FixedDecider(table)
+
+
+def test_probabilities_share_one_call_per_context():
+    items, decider = _items(5, random.Random(0))
+    probs = probabilities(decider, items)
+    assert decider.calls == 5 and len(probs) == 10
+    assert probs[1] == [0.9, 0.1] and sum(probs[0]) == pytest.approx(1.0)
+
+
+def test_report_numbers_are_core_calibration_numbers():
+    items, decider = _items(60, random.Random(1))
+    probs = probabilities(decider, items)
+    labels = [it.label for it in items]
+    rep = model_report("m", items, probs)
+    assert rep.metrics["accuracy"].mean == pytest.approx(cal.accuracy(probs, labels))
+    assert rep.metrics["ece"].mean == pytest.approx(cal.ece(probs, labels))
+    assert rep.metrics["brier"].mean == pytest.approx(cal.brier(probs, labels))
+    assert rep.metrics["aurc"].mean == pytest.approx(cal.selective_curve(probs, labels).aurc)
+    for key in ("accuracy", "ece", "brier", "classwise_ece", "aurc"):
+        iv = rep.metrics[key]
+        assert iv.lo <= iv.mean <= iv.hi, key
+    assert [b.count for b in rep.bins] == [b.count for b in cal.reliability_bins(probs, labels)]
+    nota_rows = [i for i, it in enumerate(items) if it.nota is not None and it.label == it.nota]
+    expected = np.mean([int(np.argmax(probs[i])) == items[i].nota for i in nota_rows])
+    assert rep.metrics["nota_recall"].mean == pytest.approx(expected)
+
+
+def test_classwise_ece_ignores_option_order():
+    rng = random.Random(2)
+    items, decider = _items(40, rng)
+    probs = probabilities(decider, items)
+    shuffled, sprobs = [], []
+    for it, p in zip(items, probs):  # the same beliefs with each choice question's options reversed
+        if it.question.kind == "choice":
+            q = Choice(it.question.text, list(reversed(it.question.options)))
+            shuffled.append(EvalItem(it.context_id, it.state, q, len(p) - 1 - it.label, it.tags))
+            sprobs.append(list(reversed(p)))
+        else:
+            shuffled.append(it)
+            sprobs.append(p)
+    a, b = model_report("a", items, probs), model_report("b", shuffled, sprobs)
+    assert a.metrics["classwise_ece"].mean == pytest.approx(b.metrics["classwise_ece"].mean)
+
+
+def test_undefined_nota_rates_show_a_dash():
+    items = [EvalItem("c0", "s", Noul("Page now?"), 0), EvalItem("c1", "s1", Noul("Page now?"), 1)]
+    rep = model_report("m", items, [[0.8, 0.2], [0.3, 0.7]])
+    assert math.isnan(rep.metrics["nota_recall"].mean)
+    rows = {r[0]: r[1] for r in metrics_rows([rep])}
+    assert rows["NOTA recall"] == "—" and rows["accuracy"].startswith("1.000 [")
+
+
+def test_temperature_undoes_overconfidence_on_held_out_contexts():
+    items, decider = _items(300, random.Random(3), temperature=0.4)  # the model sharpens its beliefs
+    choice = [i for i, it in enumerate(items) if it.question.kind == "choice"]
+    sub = [items[i] for i in choice]
+    probs = probabilities(decider, sub)
+    t = fit_temperature(probs, [it.label for it in sub])
+    assert 0.25 < 1 / t < 0.6  # recovers roughly the 0.4 sharpening
+    fit, rest = split_contexts(sub, 0.5, seed=0)
+    assert set(fit).isdisjoint(rest) and sorted(fit + rest) == list(range(len(sub)))
+    assert split_contexts(sub, 0.5, seed=0) == (fit, rest)
+    view = evaluate({"m": FixedDecider(decider.table)}, sub, temperature=True)
+    ref = view.references[0]
+    assert ref.raw.n == ref.scaled.n == len(rest) and ref.fit_rows == len(fit)
+    assert ref.scaled.metrics["ece"].mean < ref.raw.metrics["ece"].mean
+    assert ref.scaled.metrics["accuracy"].mean == ref.raw.metrics["accuracy"].mean  # T never changes the argmax
+    assert "post-hoc" in ref.scaled.name
+
+
+def test_scale_keeps_zeros_and_argmax():
+    out = scale([[0.7, 0.3, 0.0]], 2.0)[0]
+    assert out[2] == 0.0 and out[0] > out[1] and sum(out) == pytest.approx(1.0)
+    assert out[0] < 0.7  # T > 1 softens
+
+
+def test_probe_summary_groups_and_ideals():
+    items, decider = _items(20, random.Random(4))
+    s = probe_summary("m", items, probabilities(decider, items))
+    assert s.ideal == {"one-cue department": 1.0, "two-cue department": 0.5, "escalate": 0.9}
+    assert s.groups["escalate"].mean == pytest.approx(0.9) and s.groups["escalate"].n == 20
+    assert s.groups["two-cue department"].n == 10

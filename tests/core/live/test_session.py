@@ -1,0 +1,259 @@
+"""Live play core: scenario picking, the three modes, bad model output, Stop, saving a run."""
+
+import copy
+import json
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from core.live import session as live
+from core.runs.episode_log import read_episodes
+from core.clarify.policies import revealing_question
+from core.runs.replays import discover_runs
+from core.registry import ModelCache, local_entry
+from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.live.streaming import GenerationSettings
+from tests.fixtures.tiny_chat import build_tiny_chat
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = build_tiny_chat(tmp_path_factory.mktemp("live") / "tiny")
+    return ModelCache().get(local_entry(path))
+
+
+class ScriptedLM:
+    """A stand-in for a causal LM: ``generate`` streams the next scripted text token by token
+    through the real tokenizer, honouring max_new_tokens and the end-of-message id."""
+
+    def __init__(self, tokenizer, texts):
+        self.tokenizer, self.texts, self.prompts = tokenizer, list(texts), []
+
+    def generate(self, input_ids, streamer, max_new_tokens, eos_token_id, **kwargs):
+        import torch
+
+        self.prompts.append(self.tokenizer.decode(input_ids[0]))
+        streamer.put(input_ids[0])
+        ids = self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"] + [eos_token_id]
+        out = []
+        for tid in ids[:max_new_tokens]:
+            streamer.put(torch.tensor([tid]))
+            out.append(tid)
+        streamer.end()
+        return torch.cat([input_ids, torch.tensor([out])], dim=1)
+
+
+def call(name, **arguments):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def play(session, lm, tokenizer, stop=None):
+    *_, last = live.model_turns(session, lm, tokenizer, stop or threading.Event(), min_interval=0)
+    return last
+
+
+SCENARIO = generate_scenario(0, "easy")
+
+
+@pytest.mark.parametrize("source, family, difficulty, seed, index, expect", [
+    ("generated", "any", "easy", 0, 0, SCENARIO.id),                # "any" keeps the seed
+    ("generated", "meeting_scheduling", "hard", 0, 0, "meeting_scheduling_hard"),  # family searched for
+    ("heldout", "any", "easy", 0, 4, load_scenarios("clarifyrl-heldout", 5)[4].id),  # by index
+])
+def test_pick_scenario(source, family, difficulty, seed, index, expect):
+    assert live.pick_scenario(source, family, difficulty, seed, index).id.endswith(expect)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("heldout", "any", "easy", 0, 300), "held-out index"),
+    (("generated", "cooking", "easy", 0, 0), "unknown family"),
+])
+def test_pick_scenario_rejects(args, message):
+    with pytest.raises(live.LiveError, match=message):
+        live.pick_scenario(*args)
+
+
+def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
+    session = live.start("agent", SCENARIO, "v1")
+    profile = SCENARIO.hidden_profile
+    for field in profile:
+        before, asked = session, session.env.questions_asked
+        session = live.agent_move(session, "ask_question", revealing_question(field, tuple(profile), "v1"))
+        assert before.env.questions_asked == asked  # the input session is never mutated
+    assert session.budget()["questions_left"] == SCENARIO.max_questions - len(profile)
+    plan = {**profile, **{k: "unknown" for k in SCENARIO.required_keys if k not in profile}}
+    session = live.agent_move(session, "propose_plan", json.dumps(plan))
+    assert session.done and session.env.termination == "plan"
+    assert session.episodes[-1].score == session.env.score > 0.8
+    log = live.save_run(session, tmp_path)
+    assert log == tmp_path / session.run_name / "episodes.jsonl"
+    assert read_episodes(log).episodes[0].policy == "human"
+    assert json.loads((log.parent / "summary.json").read_text())["n"] == 1
+    listed = {run.name: run for run in discover_runs(tmp_path)}  # what the Replays tab lists
+    assert listed[session.run_name].n == 1 and listed[session.run_name].policy == "live session"
+    with pytest.raises(live.LiveError, match="has ended"):
+        live.agent_move(session, "ask_question", "more?")
+
+
+@pytest.mark.parametrize("tool, text, message", [
+    ("propose_plan", "[1, 2]", "must be a JSON object"),   # a JSON list
+    ("propose_plan", "{not json", "must be a JSON object"),  # not JSON
+    ("ask_question", "   ", "type a question"),           # blank question
+    ("delete_everything", "", "unknown tool"),            # not a tool
+])
+def test_agent_mode_rejects_bad_moves(tool, text, message):
+    with pytest.raises(live.LiveError, match=message):
+        live.agent_move(live.start("agent", SCENARIO), tool, text)
+
+
+def test_next_episode_keeps_the_session_run(tmp_path):
+    first = live.agent_move(live.start("agent", SCENARIO), "propose_plan", "{}")
+    second = live.agent_move(live.start("agent", SCENARIO, previous=first), "propose_plan", "{}")
+    assert second.session_id == first.session_id and len(second.episodes) == 2
+    ids = [e.id for e in read_episodes(live.save_run(second, tmp_path)).episodes]
+    assert ids == [f"{SCENARIO.id}#0", f"{SCENARIO.id}#1"]  # same scenario twice: distinct ids
+    other = live.start("agent", SCENARIO, "v2", previous=second)  # another rubric: another run
+    assert other.session_id != second.session_id and other.episodes == []
+
+
+def test_watch_mode_plays_to_the_end_with_a_scripted_model(tiny):
+    profile = SCENARIO.hidden_profile
+    field = next(iter(profile))
+    texts = [call("get_task_info"), call("ask_question", question=revealing_question(field, tuple(profile), "v1")),
+             call("propose_plan", plan=json.dumps({field: profile[field]}))]
+    lm = ScriptedLM(tiny.tokenizer, texts)
+    session = play(live.start("watch", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
+    assert session.done and [t.call.name for t in session.env.turns] == ["get_task_info", "ask_question", "propose_plan"]
+    assert session.env.revealed == {field: profile[field]}
+    assert "Required plan fields" in lm.prompts[0] and str(profile[field]) in lm.prompts[2]  # answers fed back
+    assert session.episodes[-1].policy == "model:x" and session.episodes[-1].generation.temperature == 0.7
+
+
+@pytest.mark.parametrize("text, termination, shown", [
+    ("I think we should plan a party.", "unparseable", "no tool call found"),            # no tool call
+    ('<tool_call>{"name": "ask_question", "arguments": {"question": </tool_call>', "unparseable",
+     "not valid JSON"),                                                                  # malformed JSON
+    ("la " * 400, "unparseable", "no tool call found"),                                # endless text, cut
+])
+def test_bad_output_ends_the_episode_visibly(tiny, text, termination, shown):
+    session = live.start("watch", SCENARIO, entry=local_entry("x"), settings=GenerationSettings(max_new_tokens=60))
+    session = play(session, ScriptedLM(tiny.tokenizer, [text]), tiny.tokenizer)
+    assert session.env.termination == termination
+    assert session.env.turns[0].raw.strip()[:20] == text.strip()[:20]
+    transcript = json.dumps(live.messages(session))
+    assert shown in transcript and "unparseable" in transcript
+
+
+def test_unknown_tool_continues_with_an_error_in_the_transcript(tiny):
+    texts = [call("book_venue", where="home"), call("propose_plan", plan="{}")]
+    session = play(live.start("watch", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
+    first = session.env.turns[0]
+    assert "unknown tool" in first.result["error"] and session.env.termination == "plan"
+    assert "unknown tool" in json.dumps(live.messages(session))
+
+
+def test_user_mode_scores_the_persons_answers(tiny):
+    profile = SCENARIO.hidden_profile
+    first, second = list(profile)[:2]
+    texts = [call("ask_question", question=revealing_question(first, tuple(profile), "v1")),
+             call("ask_question", question=revealing_question(second, tuple(profile), "v1")),
+             call("propose_plan", plan="{}")]
+    lm = ScriptedLM(tiny.tokenizer, texts)
+    session = play(live.start("user", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
+    assert session.pending is not None and session.pending.field == first and not session.env.turns
+    assert "waiting for your answer" in json.dumps(live.messages(session))
+    session = live.answer_question(session, f"It is {profile[first]}, thanks")  # states the value
+    assert session.env.turns[-1].result["field_revealed"] == first
+    session = play(session, lm, tiny.tokenizer)
+    session = live.answer_question(session, "no idea")  # does not state the hidden value
+    result = session.env.turns[-1].result
+    assert result["field_revealed"] is None and result["answer_missed"] == second and result["answer"] == "no idea"
+    assert session.env.turns[-1].reward == 0.02  # scored like a question that revealed nothing (v1)
+    session = play(session, lm, tiny.tokenizer)
+    assert "no idea" in lm.prompts[2] and session.done
+    assert session.episodes[-1].fields_revealed == [first]
+    with pytest.raises(live.LiveError, match="no question waiting"):
+        live.answer_question(session, "late")
+
+
+@contextmanager
+def counting_forward_without_eos(lm, tokenizer):
+    """Count forward passes, and forbid end-of-turn tokens so only a stop can end the turn."""
+    calls = []
+    hook = lm.register_forward_hook(lambda *a: calls.append(1))
+    lm.generation_config.suppress_tokens = [tokenizer.eos_token_id, tokenizer.pad_token_id]
+    try:
+        yield calls
+    finally:
+        hook.remove()
+        lm.generation_config.suppress_tokens = None
+
+
+def test_stop_really_stops_the_model(tiny):
+    with counting_forward_without_eos(tiny.model, tiny.tokenizer) as calls:
+        settings = GenerationSettings(temperature=1.0, max_new_tokens=2000)
+        session = live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings)
+        stop = threading.Event()
+        turns = live.model_turns(session, tiny.model, tiny.tokenizer, stop, min_interval=0)
+        next(turns)
+        stop.set()
+        last = list(turns)[-1]
+        done_at = len(calls)
+        time.sleep(0.2)
+        assert len(calls) == done_at < 2000  # nothing runs after the turn was stopped
+        assert last.stopped and last.draft == "" and not last.env.turns  # unfinished turn dropped
+        assert not any(t.name == "live-generate" for t in threading.enumerate())
+
+
+def test_closing_the_stream_stops_generation(tiny):
+    with counting_forward_without_eos(tiny.model, tiny.tokenizer) as calls:
+        session = live.start("watch", SCENARIO, entry=local_entry("x"),
+                             settings=GenerationSettings(temperature=1.0, max_new_tokens=2000))
+        turns = live.model_turns(session, tiny.model, tiny.tokenizer, threading.Event(), min_interval=0)
+        next(turns)
+        turns.close()  # what Gradio does when Stop cancels the event
+        done_at = len(calls)
+        time.sleep(0.2)
+        assert len(calls) == done_at < 2000
+        assert not any(t.name == "live-generate" for t in threading.enumerate())
+
+
+def test_sessions_deep_copy_and_never_share_state(tiny):
+    a = live.start("agent", SCENARIO)
+    b = live.start("agent", generate_scenario(1, "hard"))
+    assert copy.deepcopy(a).env.scenario == a.env.scenario and a.session_id != b.session_id
+    out = {}
+
+    def run(name, session):
+        for _ in range(3):
+            session = live.agent_move(session, "ask_question", f"{name} question")
+        out[name] = session
+
+    threads = [threading.Thread(target=run, args=(n, s)) for n, s in (("a", a), ("b", b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [t.call.arguments["question"] for t in out["a"].env.turns] == ["a question"] * 3
+    assert [t.call.arguments["question"] for t in out["b"].env.turns] == ["b question"] * 3
+    assert not a.env.turns and not b.env.turns
+
+
+def test_save_run_stays_inside_the_replays_dir(tmp_path):
+    session = live.agent_move(live.start("agent", SCENARIO), "propose_plan", "{}")
+    session.session_id = "../../etc"
+    with pytest.raises(live.LiveError, match="bad session id"):
+        live.save_run(session, tmp_path)
+    with pytest.raises(live.LiveError, match="no finished episode"):
+        live.save_run(live.start("agent", SCENARIO), tmp_path)
+
+
+def test_watch_needs_a_model_and_settings_are_checked():
+    with pytest.raises(live.LiveError, match="needs a model"):
+        live.start("watch", SCENARIO)
+    with pytest.raises(ValueError, match="temperature"):
+        GenerationSettings(temperature=-1)
+    with pytest.raises(ValueError, match="max new tokens"):
+        GenerationSettings(max_new_tokens=0)

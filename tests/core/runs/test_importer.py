@@ -1,0 +1,127 @@
+"""Importing logs: format detection, published curated traces (re-scored with v1), our JSONL."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.runs import importer as episodes
+from core.runs.episode_log import EpisodeLogError, read_episodes
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+TRACE = FIXTURES / "published_trace_small.json"
+OURS = FIXTURES / "replay_runs" / "fixture-set" / "oracle" / "episodes.jsonl"
+
+
+def _traces() -> list[dict]:
+    return json.loads(TRACE.read_text())
+
+
+@pytest.mark.parametrize("text, fmt", [
+    ('[{"scenario_id": "x"}]', "published-trace"),   # a JSON list
+    ('\n  [\n]', "published-trace"),                  # leading whitespace
+    ('\ufeff{"version": 1}', "episodes"),             # a BOM before JSONL
+    ('{"version": 1}\n{"version": 1}', "episodes"),   # JSONL
+])
+def test_detect_format(tmp_path, text, fmt):
+    path = tmp_path / "log"
+    path.write_text(text, encoding="utf-8")
+    assert episodes.detect_format(path) == fmt
+
+
+def test_published_trace_is_replayed_and_rescored_with_v1():
+    fmt, report = episodes.read_log(TRACE)
+    assert fmt == "published-trace" and len(report.episodes) == 3 and not report.problems
+    ep = report.episodes[0]
+    assert ep.id == "seed10000_event_planning_easy#0"
+    assert ep.policy == "published:Champion (1.7B, beta=0.3)" and ep.rubric == "v1"
+    assert ep.scenario.hidden_profile == {"event_type": "birthday", "date": "today", "venue": "office"}
+    assert [t.call.name for t in ep.turns] == ["ask_question"] * 3 + ["propose_plan"]
+    assert ep.fields_revealed == ["event_type", "date", "venue"] and ep.termination == "plan"
+    # Our v1 agrees with the recorded score here: 0.5 + 0.2 + 0.15*0.5 + 0.15*0.75.
+    assert ep.score == pytest.approx(0.8875) and ep.recorded.score == pytest.approx(0.8875)
+    assert ep.breakdown.components == pytest.approx(ep.recorded.breakdown)
+
+
+def test_stale_recorded_breakdown_is_kept_but_ours_is_fresh():
+    ep = episodes.read_log(TRACE)[1].episodes[1]
+    assert ep.termination == "unparseable" and ep.turns[0].call is None and ep.turns[0].parse_error
+    assert ep.recorded.breakdown["FieldMatchRubric"] == 0.4   # the published stale value, as recorded
+    assert ep.breakdown.components["FieldMatchRubric"] == 0.0  # ours belongs to this episode
+    assert ep.score == 0.0
+
+
+def test_unknown_scenario_is_rebuilt_from_the_trace():
+    ep = episodes.read_log(TRACE)[1].episodes[2]
+    assert ep.scenario.seed is None and ep.scenario.family == "meeting_scheduling"
+    assert ep.scenario.id == "custom_meeting_1"  # the trace's own id, not "seedNone_..."
+    assert ep.scenario.hidden_profile == {"participants": "design team", "date": "tuesday", "time": "10:00"}
+    assert ep.score == pytest.approx(0.55) and ep.breakdown.gate_passed
+    assert ep.fields_revealed == ["participants"] and ep.plan["date"] == "monday"
+
+
+def test_repeated_traces_get_sample_indices(tmp_path):
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(_traces()[:1] * 3))
+    ids = [e.id for e in episodes.read_log(path)[1].episodes]
+    assert ids == [f"seed10000_event_planning_easy#{i}" for i in range(3)]
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda t: t.pop("messages"), "missing messages"),                    # schema: no messages
+    (lambda t: t.update(messages="hi"), "messages must be a list"),        # schema: wrong type
+    (lambda t: t.update(final_score="high"), "could not convert"),         # non-numeric score
+])
+def test_bad_trace_records(tmp_path, mutate, message):
+    traces = _traces()
+    mutate(traces[1])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(traces))
+    with pytest.raises(EpisodeLogError, match=f"record 1: .*{message}"):
+        episodes.read_log(path)
+    report = episodes.read_log(path, keep_valid=True)[1]
+    assert len(report.episodes) == 2 and report.problems[0].startswith("bad.json record 1")
+
+
+def test_a_json_object_instead_of_a_list(tmp_path):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_traces()[0], indent=1))
+    with pytest.raises(EpisodeLogError, match="line 1"):
+        episodes.read_log(path)
+
+
+def test_cli_converts_both_formats(tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    assert episodes.main(["convert", str(TRACE), str(out)]) == 0
+    assert "2 re-scored with rubric v1" in capsys.readouterr().out
+    assert len(read_episodes(out).episodes) == 3
+    again = tmp_path / "again.jsonl"
+    assert episodes.main(["convert", str(OURS), str(again)]) == 0
+    assert read_episodes(again).episodes == read_episodes(OURS).episodes
+
+
+def test_cli_reports_errors(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    assert episodes.main(["convert", str(empty), str(tmp_path / "o.jsonl")]) == 1
+    assert "empty" in capsys.readouterr().out
+
+
+def test_ids_rebuild_the_published_held_out_scenarios(reference_dir):
+    published = json.loads((reference_dir / "clarifyrl" / "eval_held_out.json").read_text())
+    for row in published[:9]:
+        sid = f"seed{row['seed']}_{row['family']}_{row['task_id']}"
+        scenario = episodes.identify(sid, row["family"])
+        assert scenario is not None and scenario.hidden_profile == row["hidden_profile"]
+    assert episodes.identify("seed10000_support_triage_easy", "support_triage") is None  # wrong family
+    assert episodes.identify("custom_1", "support_triage") is None
+
+
+def test_content_given_as_text_parts(tmp_path):
+    traces = _traces()[:1]
+    for msg in traces[0]["messages"]:
+        msg["content"] = [{"type": "text", "text": msg["content"]}]
+    path = tmp_path / "parts.json"
+    path.write_text(json.dumps(traces))
+    ep = episodes.read_log(path)[1].episodes[0]
+    assert ep.score == pytest.approx(0.8875) and len(ep.turns) == 4

@@ -1,0 +1,301 @@
+"""Replay runs on disk: discovery, safe name resolution, loading, uploads, table, filters, compare."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.runs import episode_table as table
+from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
+from core.runs.episode_table import Filters
+from core.records import Episode
+from core.runs.replays import (SHIPPED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
+                          regenerate, discover_runs, find_episode, get_run, load_upload,
+                          resolve_run, runs_table, upload_name)
+
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "replay_runs"
+ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    dst = tmp_path / "replays"
+    shutil.copytree(FIXTURE, dst)
+    return dst
+
+
+def test_discover_lists_runs_with_their_summaries(root):
+    runs = {r.name: r for r in discover_runs(root)}
+    assert set(runs) == {ORACLE, GUESS}
+    assert runs[ORACLE].policy == "oracle" and runs[ORACLE].rubric == "v1" and runs[ORACLE].n == 6
+    assert runs[ORACLE].ci is not None and runs[ORACLE].ci[0] <= runs[ORACLE].avg_score <= runs[ORACLE].ci[1]
+
+
+def test_discover_keeps_a_run_without_summary_and_skips_hidden_folders(root):
+    (root / "fixture-set" / "guess" / "summary.json").unlink()
+    shutil.copytree(root / "fixture-set" / "oracle", root / ".hidden" / "oracle")
+    runs = {r.name: r for r in discover_runs(root)}
+    assert set(runs) == {ORACLE, GUESS}
+    assert runs[GUESS].avg_score is None and runs[GUESS].policy == "?"
+
+
+def test_discover_missing_root_is_empty(tmp_path):
+    assert discover_runs(tmp_path / "nope") == []
+
+
+@pytest.mark.parametrize("name", [
+    "../outside",                      # parent traversal
+    "fixture-set/../../outside",       # traversal after a valid part
+    "/etc",                            # absolute path
+    "fixture-set/./oracle",            # dot part
+    ".hidden/oracle",                  # hidden folder
+    "fixture-set\\oracle",             # backslash separator
+    "upload:fixture-set",              # an upload name is never a disk path
+    "fixture-set",                     # a folder without episodes.jsonl
+    "fixture-set/oracle/episodes.jsonl",  # a file, not a run
+    "",                                # empty
+    "a" * 300,                         # absurdly long
+])
+def test_resolve_rejects_names_outside_runs(root, name):
+    with pytest.raises(RunNotFound):
+        resolve_run(root, name)
+
+
+def test_resolve_refuses_a_symlink_leaving_the_directory(root, tmp_path):
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    write_episodes(outside / "episodes.jsonl", read_episodes(FIXTURE / ORACLE / "episodes.jsonl").episodes)
+    (root / "escape").symlink_to(outside)
+    with pytest.raises(RunNotFound):
+        resolve_run(root, "escape")
+    assert "escape" not in {r.name for r in discover_runs(root)}
+
+
+def test_resolve_and_load_a_real_run(root):
+    assert resolve_run(root, ORACLE) == (root / ORACLE / "episodes.jsonl").resolve()
+    run = get_run(root, ORACLE)
+    assert len(run) == 6 and len(run.table) == 6
+    ep = find_episode(root, ORACLE, "seed1_meeting_scheduling_easy#0")
+    assert ep.scenario.family == "meeting_scheduling"
+    with pytest.raises(RunNotFound, match="no episode"):
+        find_episode(root, ORACLE, "seed99_x_easy#0")
+
+
+def test_load_is_cached_until_the_file_changes(root):
+    first = get_run(root, ORACLE)
+    assert get_run(root, ORACLE) is first
+    log = root / ORACLE / "episodes.jsonl"
+    episodes = read_episodes(log).episodes[:2]
+    write_episodes(log, episodes)
+    assert len(get_run(root, ORACLE)) == 2
+
+
+def test_runs_table_keeps_the_picked_order(root):
+    frame = runs_table(root, [GUESS, ORACLE])
+    assert list(frame["run"].cat.categories) == [GUESS, ORACLE]
+    assert len(frame) == 12 and frame["run"].iloc[0] == GUESS
+
+
+@pytest.mark.parametrize("filters, expected", [
+    (Filters(), 12),                                            # nothing filtered
+    (Filters(runs=(ORACLE,)), 6),                               # one run
+    (Filters(families=("meeting_scheduling",)), 4),             # one family, both runs
+    (Filters(difficulties=("easy",)), 4),                       # easy only
+    (Filters(gate="fail"), 1),                                  # the unparseable guess episode
+    (Filters(terminations=("unparseable",)), 1),                # same, by termination
+    (Filters(score_min=0.7), 3),                                # oracle's good episodes
+    (Filters(score_min=0.2, score_max=0.4), 2),                 # guess's middling ones
+    (Filters(text="ZOOM"), 6),                                  # search is case-insensitive (plans + answers)
+    (Filters(text="no such words anywhere"), 0),                # search that matches nothing
+    (Filters(runs=(GUESS,), gate="pass", difficulties=("hard",)), 1),  # filters combine
+])
+def test_filters(root, filters, expected):
+    frame = runs_table(root, [ORACLE, GUESS])
+    assert len(table.filter_table(frame, filters)) == expected
+
+
+def test_compare_pairs_by_scenario(root):
+    comp = table.compare_runs(get_run(root, ORACLE).table, get_run(root, GUESS).table)
+    assert len(comp.table) == 6 and comp.only_a == 0 and comp.only_b == 0
+    expected = (comp.table["score_a"] - comp.table["score_b"]).mean()
+    assert comp.difference.mean == pytest.approx(expected, abs=1e-3)  # the table rounds to 4 places
+    assert comp.difference.lo <= comp.difference.mean <= comp.difference.hi
+    assert table.largest_gap(comp) == "seed6_meeting_scheduling_hard"  # guess scored 0 there
+    note = table.comparison_note(comp, ORACLE, GUESS)
+    assert "6" in note and "higher" in note
+
+
+def test_compare_with_partial_overlap(root):
+    a = get_run(root, ORACLE).table
+    comp = table.compare_runs(a[:4], get_run(root, GUESS).table[2:])
+    assert list(comp.table["scenario"]) == list(a["scenario"][2:4])
+    assert comp.only_a == 2 and comp.only_b == 2
+
+
+def test_compare_without_overlap_is_explicit(root):
+    a = get_run(root, ORACLE).table
+    comp = table.compare_runs(a[:2], a[2:])
+    assert comp.difference.n == 0 and table.largest_gap(comp) is None
+    assert "share no scenario" in table.comparison_note(comp, "a", "b")
+
+
+def test_aggregates(root):
+    frame = runs_table(root, [ORACLE, GUESS])
+    fam = table.family_scores(frame)
+    row = fam[(fam["run"] == ORACLE) & (fam["family"] == "meeting_scheduling")].iloc[0]
+    assert row["n"] == 2 and row["max"] == pytest.approx(0.9)
+    comps = table.component_means(frame, table.COMPONENTS)
+    assert set(comps["component"]) == set(table.COMPONENTS)
+    iv = table.run_interval(frame, ORACLE)
+    assert iv.n == 6 and iv.lo <= iv.mean <= iv.hi
+
+
+def test_exports_round_trip(root, tmp_path):
+    frame = runs_table(root, [ORACLE])
+    csv = table.export_csv(table.display_frame(frame), tmp_path)
+    assert csv.read_text().splitlines()[0].startswith("episode,family,difficulty")
+    assert "recorded" not in table.display_frame(frame).columns
+
+
+def test_upload_names_never_touch_disk():
+    assert upload_name("../../etc/passwd") == "upload:passwd"
+    assert upload_name("my log (1).jsonl") == "upload:my_log_1_.jsonl"
+
+
+def test_upload_of_our_format(tmp_path):
+    run = load_upload(FIXTURE / ORACLE / "episodes.jsonl")
+    assert run.name == "upload:episodes.jsonl" and len(run) == 6 and not run.problems
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _good_lines() -> list[str]:
+    return (FIXTURE / ORACLE / "episodes.jsonl").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("empty.jsonl", b"", "empty"),                                          # empty file
+    ("blank.jsonl", b"\n\n  \n", "no episodes"),                            # only blank lines
+    ("bin.jsonl", bytes(range(256)) * 4, "binary"),                         # binary file
+    ("text.txt", b"hello world", "neither a JSONL"),                        # not JSON at all
+    ("bad.jsonl", b'{"version": 1, "scenario": ', "line 1: not valid JSON"),  # invalid JSON
+    ("schema.jsonl", b'{"hello": "world"}\n', "line 1: not an episode record"),  # wrong schema
+    ("list.json", b'[{"hello": 1}]', "record 0: not a published trace"),    # wrong trace schema
+    ("broken.json", b'[{"a": 1},\n{"b": ', "line 2: not valid JSON"),        # truncated JSON list
+])
+def test_bad_uploads_name_the_problem(tmp_path, name, data, message):
+    with pytest.raises(EpisodeLogError, match=message):
+        load_upload(_write(tmp_path / name, data))
+
+
+def test_one_bad_line_fails_unless_asked_to_keep_valid(tmp_path):
+    lines = _good_lines()
+    lines[2] = lines[2][:50]
+    path = _write(tmp_path / "mixed.jsonl", ("\n".join(lines) + "\n").encode())
+    with pytest.raises(EpisodeLogError, match=r"line 3.*keep valid"):
+        load_upload(path)
+    run = load_upload(path, keep_valid=True)
+    assert len(run) == 5 and len(run.problems) == 1 and "line 3" in run.problems[0]
+
+
+def test_keep_valid_with_nothing_valid_still_fails(tmp_path):
+    path = _write(tmp_path / "junk.jsonl", b'{"a": 1}\n{"b": 2}\n')
+    with pytest.raises(EpisodeLogError, match="no valid episode"):
+        load_upload(path, keep_valid=True)
+
+
+def test_oversized_upload_is_refused_before_reading(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.truncate(100 * 1024 * 1024)  # a sparse 100 MB file: no disk, no RAM
+    with pytest.raises(EpisodeLogError, match=r"100\.0 MB.*limited to 50 MB"):
+        load_upload(path)
+
+
+def test_summary_with_dict_interval(root):
+    path = root / GUESS / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["avg_score_ci"] = {"lo": 0.1, "hi": 0.5}
+    path.write_text(json.dumps(summary))
+    assert {r.name: r for r in discover_runs(root)}[GUESS].ci == (0.1, 0.5)
+
+
+def test_table_rows_read_only_schema_fields():
+    props = Episode.model_json_schema()["properties"]
+    assert set(table.RECORD_KEYS) <= set(props)
+    assert {"seed", "family", "difficulty", "hidden_profile", "request"} <= set(
+        Episode.model_json_schema()["$defs"]["Scenario"]["properties"])
+
+
+def test_raw_rows_agree_with_validated_episodes():
+    for ep in read_episodes(FIXTURE / GUESS / "episodes.jsonl").episodes:
+        row = table.record_row("r", json.loads(ep.model_dump_json()))
+        assert row["episode"] == ep.id and row["scenario"] == ep.scenario.id
+        assert row["score"] == ep.score and row["questions"] == ep.questions_asked
+        assert row["gate"] == ("pass" if ep.breakdown.gate_passed else "fail")
+
+
+def test_a_broken_line_in_a_shipped_run_is_named(root):
+    log = root / ORACLE / "episodes.jsonl"
+    lines = log.read_text().splitlines()
+    lines[3] = lines[3].replace('"scenario"', '"scenari0"')
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EpisodeLogError, match="line 4"):
+        get_run(root, ORACLE)
+
+
+def test_an_episode_that_fails_validation_when_opened_is_named(root):
+    log = root / ORACLE / "episodes.jsonl"
+    lines = log.read_text().splitlines()
+    lines[1] = lines[1].replace('"policy":"oracle"', '"policy":"oracle","surprise":1')
+    log.write_text("\n".join(lines) + "\n")
+    run = get_run(root, ORACLE)  # the fast scan reads the table fields only
+    with pytest.raises(EpisodeLogError, match="line 2.*surprise"):
+        run.episode(1)
+
+
+def test_compared_episodes(root):
+    a, b = compared_episodes(root, ORACLE, GUESS, "seed3_support_triage_easy")
+    assert a.policy == "oracle" and b.policy == "guess" and a.scenario == b.scenario
+    with pytest.raises(RunNotFound):
+        compared_episodes(root, ORACLE, GUESS, "seed99_nope_easy")
+
+
+SHIPPED = Path(__file__).parents[3] / "replays"
+
+
+def test_shipped_runs_are_complete_and_strictly_valid():
+    runs = {r.name: r for r in discover_runs(SHIPPED)}
+    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in SHIPPED_POLICIES}
+    assert expected <= set(runs)  # plus the shipped model policies' runs (clarify-warmup, clarify-grpo)
+    for name, info in runs.items():
+        episodes = read_episodes(SHIPPED / name / "episodes.jsonl").episodes  # strict
+        assert info.n == len(episodes) and info.command.startswith("python -m core.runs.eval ")
+        assert f"--out replays/{name}" in info.command
+        assert {e.rubric for e in episodes} == {info.rubric}
+        assert info.ci[0] <= info.avg_score <= info.ci[1]
+
+
+def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
+    monkeypatch.setattr("core.runs.replays.SHIPPED_SETS", SHIPPED_SETS[1:])
+    monkeypatch.setattr("core.runs.replays.SHIPPED_POLICIES", ("guess",))
+    monkeypatch.chdir(tmp_path)
+    assert regenerate("replays") == ["clarifyrl-heldout50-v1/guess"]
+    name = "clarifyrl-heldout50-v1/guess"
+    assert (tmp_path / "replays" / name / "episodes.jsonl").read_bytes() == (SHIPPED / name / "episodes.jsonl").read_bytes()
+    fresh = json.loads((tmp_path / "replays" / name / "summary.json").read_text())
+    assert fresh == json.loads((SHIPPED / name / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("names, run, expected", [
+    (["s1/a", "s1/b", "s2/a"], "s2/a", "s1/a"),     # no sibling: first other run
+    (["s1/a", "s2/a", "s2/b"], "s2/a", "s2/b"),     # sibling in the same folder wins
+    (["s1/a"], "s1/a", "s1/a"),                     # alone: itself
+    ([], None, None),                               # nothing to pick
+])
+def test_companion_run(names, run, expected):
+    assert companion_run(names, run) == expected

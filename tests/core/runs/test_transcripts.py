@@ -1,0 +1,94 @@
+"""Episode -> chat messages and per-field marks, from the record alone."""
+
+from pathlib import Path
+
+import pytest
+
+from core.runs.episode_log import read_episodes
+from core.records import ToolCall, Turn
+from core.runs.transcripts import chat_messages, episode_header, field_marks, marks_frame, values_match
+
+RUNS = Path(__file__).parents[2] / "fixtures" / "replay_runs" / "fixture-set"
+
+
+@pytest.fixture
+def guess():
+    return {e.scenario.id: e for e in read_episodes(RUNS / "guess" / "episodes.jsonl").episodes}
+
+
+def test_chat_has_request_questions_answers_calls_and_verdict(guess):
+    ep = guess["seed1_meeting_scheduling_easy"]
+    msgs = chat_messages(ep)
+    assert msgs[0] == {"role": "user", "content": ep.scenario.request}
+    assert msgs[1]["content"] == "What date do you want?"
+    block = msgs[2]
+    assert block["metadata"]["title"].startswith("ask_question → revealed `date`")
+    assert "+0.05" in block["metadata"]["title"] and block["metadata"]["status"] == "done"
+    assert msgs[3] == {"role": "user", "content": "tomorrow."}
+    assert msgs[4]["content"].startswith("**Proposes a plan**") and '"platform": "zoom"' in msgs[4]["content"]
+    assert f"score {ep.score:.3f}" in msgs[5]["metadata"]["title"]
+    assert "Episode ended: plan" in msgs[-1]["content"]
+
+
+def test_a_question_that_matches_nothing_says_so(guess):
+    title = chat_messages(guess["seed2_event_planning_medium"])[2]["metadata"]["title"]
+    assert title.startswith("ask_question → no field matched") and "+0.02" in title
+
+
+def test_unparseable_turn_is_shown_with_its_reason(guess):
+    msgs = chat_messages(guess["seed6_meeting_scheduling_hard"])
+    bad = [m for m in msgs if "No parseable tool call" in m["content"]]
+    assert len(bad) == 1 and "> I think we should meet on friday." in bad[0]["content"]
+    assert "format gate **failed**" in msgs[-1]["content"]
+
+
+@pytest.mark.parametrize("result, outcome", [
+    ({"answer": "x", "field_revealed": "date"}, "revealed `date`"),       # new field
+    ({"answer": "x", "field_revealed": None, "duplicate": True}, "field already revealed"),
+    ({"answer": "x", "field_revealed": None}, "no field matched"),
+    ({"answer": "done", "over_cap": True}, "over budget"),
+    ({"error": "episode already ended"}, "error: episode already ended"),
+])
+def test_ask_outcomes(guess, result, outcome):
+    ep = guess["seed1_meeting_scheduling_easy"].model_copy(deep=True)
+    ep.turns = [Turn(index=0, raw="ask_question('when?')", result=result,
+                     call=ToolCall(name="ask_question", arguments={"question": "when?"}))]
+    assert outcome in chat_messages(ep)[2]["metadata"]["title"]
+
+
+def test_field_marks(guess):
+    ep = guess["seed1_meeting_scheduling_easy"]
+    marks = {m.field: m for m in field_marks(ep)}
+    assert list(marks) == ["date", "time", "participants", "platform"]  # profile first, then extra plan keys
+    assert marks["date"].revealed and marks["date"].matched and not marks["date"].hallucinated
+    assert marks["time"].planned == "tbd" and not marks["time"].matched and marks["time"].hallucinated
+    assert marks["platform"].hidden == "" and marks["platform"].hallucinated and not marks["platform"].matched
+    assert marks["date"].critical and not marks["platform"].critical
+    frame = marks_frame(list(marks.values()))
+    assert list(frame.columns) == ["field", "hidden", "plan", "revealed", "matched", "hallucinated"]
+    assert frame.iloc[0]["field"] == "★ date" and frame.iloc[1]["hallucinated"] == "⚠"
+    assert frame.iloc[3]["hidden"] == "—" and frame.iloc[3]["matched"] == ""
+
+
+def test_extra_plan_keys_are_listed_after_the_profile(guess):
+    ep = guess["seed3_support_triage_easy"]  # plan holds required keys the profile lacks
+    marks = field_marks(ep)
+    extra = [m for m in marks if m.field not in ep.scenario.hidden_profile]
+    assert [m.field for m in extra] == ["item_issue", "refund_or_replace", "platform"]
+    assert all(m.hidden == "" and not m.matched for m in extra)
+
+
+@pytest.mark.parametrize("rubric, field, planned, hidden, expected", [
+    ("v1", "venue", "Office", "office", True),             # case-insensitive
+    ("v1", "venue", "At a office.", "office", False),      # v1 cannot read the simulator's phrasing
+    ("v2", "venue", "At a office.", "office", True),       # v2 can
+    ("v1", "guest_count", "20", 20, True),                 # numbers as text
+    ("v2", "no_such_field", "x", "x", False),              # v2 needs a known field
+])
+def test_values_match_follows_the_rubric(rubric, field, planned, hidden, expected):
+    assert values_match(rubric, field, planned, hidden) is expected
+
+
+def test_header_names_run_policy_and_outcome(guess):
+    text = episode_header(guess["seed6_meeting_scheduling_hard"], "fixture-set/guess")
+    assert "gate ✗" in text and "unparseable" in text and "`fixture-set/guess`" in text

@@ -1,0 +1,193 @@
+"""Decisions tab handlers, called directly (no server): picker, builder, Ask, bad input, API."""
+
+import gradio as gr
+import pytest
+import torch
+
+from demo.decisions import handlers as h
+from tests.fixtures.tiny_decision import export_models
+
+N_ERRORS = 4 + h.MAX_QUESTIONS  # state, model, model_b, builder, then one per row
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    return str(export_models(tmp_path_factory.mktemp("decision-models")))
+
+
+def _fields(rows):
+    values = []
+    for i in range(h.MAX_QUESTIONS):
+        values += list(rows[i]) if i < len(rows) else ["choice", "", ""]
+    return values
+
+
+def _errors(out) -> dict[int, str]:
+    return {i: u["value"] for i, u in enumerate(out[:N_ERRORS]) if u["visible"]}
+
+
+@pytest.fixture
+def untrained(monkeypatch, tmp_path):
+    """A checkout where the shipped decision models were not trained (an empty checkpoints folder)."""
+    from core.decision import models as decision_models
+
+    monkeypatch.setattr(decision_models, "SHIPPED_DIR", tmp_path / "checkpoints")
+
+
+def test_model_choices_list_local_and_shipped(models_dir, untrained):
+    a, b, note = h.model_choices(models_dir)
+    keys = [k for _, k in a["choices"]]
+    assert keys[:2] == ["tiny-a", "tiny-b"] and "decision-rlcd" in keys
+    assert a["value"] == "tiny-a" and b["value"] == "" and b["choices"][0] == ("(none)", "")
+    assert ("decision-rlcd (not available)", "decision-rlcd") in a["choices"]  # not trained in this checkout
+    assert note.startswith("✓")
+    assert "not trained yet" in h.model_note(models_dir, "decision-rlcd")
+
+
+def test_example_then_ask_two_models_side_by_side(models_dir):
+    state, n, *rest = h.load_example("Support ticket")
+    fields = rest[h.MAX_QUESTIONS:]
+    assert n == 3 and [u["visible"] for u in rest[:h.MAX_QUESTIONS]] == [True] * 3 + [False] * 3
+    out = h.ask(models_dir, "tiny-a", "tiny-b", state, n, *fields)
+    assert _errors(out) == {}
+    fig, table, latency, raw = out[N_ERRORS:]
+    assert set(raw) == {"tiny-a", "tiny-b"} and list(raw["tiny-a"]) == ["q1", "q2", "q3"]
+    assert len(table) == 6 and set(table["model"]) == {"tiny-a", "tiny-b"}
+    assert {t.name for t in fig.data} == {"tiny-a", "tiny-b"} and len(fig.data) == 6
+    assert "tiny-a" in latency and " ms" in latency
+    chosen = [t for t in fig.data if t.name == "tiny-a"][0]
+    star = [txt for txt in chosen.text if txt.startswith("★")]
+    assert len(star) == 1  # exactly one option marked chosen per question and model
+    assert "p3_low" not in raw["tiny-a"]["q2"] and "score" in raw["tiny-a"]["q2"]
+    assert "p_true" in raw["tiny-a"]["q3"]
+
+
+TWENTY_SEVEN = "\n".join(f"option {i}" for i in range(27))
+
+
+@pytest.mark.parametrize("state, rows, model, where, message", [
+    ("ok state", [("choice", "Which?", "")], "tiny-a", 4, "0 option(s)"),                   # no options
+    ("ok state", [("choice", "Which?", "just one")], "tiny-a", 4, "1 option(s)"),           # one option
+    ("ok state", [("choice", "Which?", TWENTY_SEVEN)], "tiny-a", 4, "27 options"),           # 27 options
+    ("ok state", [("choice", "Which?", "a"), ("choice", "Which?", "x\ny\nx")], "tiny-a", 5, "duplicates"),
+    ("", [("choice", "Which?", "a\nb")], "tiny-a", 0, "the state is empty"),                  # empty state
+    ("word " * 3000, [("choice", "Which?", "a\nb")], "tiny-a", 0, "this model takes at most"),  # over the limit
+    ("ok state", [("choice", "Which?", "a\nb")], "decision-rlcd", 1, "not trained yet"),       # unavailable
+    ("ok state", [("choice", "Which?", "a\nb")], "", 1, "pick a decision model"),             # none picked
+    ("ok state", [("noul", "Page now", "")], "tiny-a", 4, "phrased as a question"),            # noul needs '?'
+])
+def test_bad_input_is_named_next_to_its_field(models_dir, untrained, state, rows, model, where, message):
+    out = h.ask(models_dir, model, "", state, len(rows), *_fields(rows))
+    errors = _errors(out)
+    assert where in errors and message in errors[where], errors
+    assert out[-1] == {}  # no answers shown beside an error
+    # the tab keeps working: the next good request answers
+    good = h.ask(models_dir, "tiny-a", "", "A customer was charged twice.", 1,
+                 *_fields([("choice", "Which team?", "billing\nsecurity")]))
+    assert _errors(good) == {} and set(good[-1]["tiny-a"]["q1"]["probabilities"]) == {"billing", "security"}
+
+
+def test_state_preview_shows_a_record():
+    err, record = h.state_preview('{"ticket": "late", "tier": 2}')
+    assert not err["visible"] and record["visible"]
+    assert record["value"].values.tolist() == [["ticket", "late"], ["tier", "2"]]
+    err, record = h.state_preview('{"ticket": ')
+    assert err["visible"] and "not valid JSON" in err["value"] and not record["visible"]
+    err, record = h.state_preview("")
+    assert not err["visible"]  # an empty box is not an error until Ask
+
+
+def test_add_and_remove_questions_shift_rows():
+    n, *vis = h.add_question(1)
+    assert n == 2 and [u["visible"] for u in vis] == [True, True] + [False] * (h.MAX_QUESTIONS - 2)
+    assert h.add_question(h.MAX_QUESTIONS)[0] == h.MAX_QUESTIONS
+    fields = _fields([("choice", "one?", "a\nb"), ("score", "two?", "lo\nhi"), ("noul", "three?", "")])
+    n, *rest = h.remove_question(1, 3, *fields)
+    values = rest[h.MAX_QUESTIONS:]
+    assert n == 2 and values[:6] == ["choice", "one?", "a\nb", "noul", "three?", ""]
+    assert values[6:9] == ["choice", "", ""]
+
+
+def test_score_api_matches_core_and_refuses_bad_input(models_dir):
+    questions = {"team": {"type": "choice", "instructions": "Which team?", "criteria": {"BIL": "billing", "SEC": "security"}},
+                 "lvl": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "high"]},
+                 "page": {"type": "noul", "instructions": "Page now?"}}
+    out = h.score_api(models_dir, "tiny-a", {"ticket": "charged twice"}, questions)
+    assert list(out["answers"]) == ["team", "lvl", "page"] and out["usage"]["questions"] == 3
+    decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
+    core = decider.score({"ticket": "charged twice"}, questions)
+    core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
+    assert out == core
+    with pytest.raises(gr.Error, match="at least 2"):
+        h.score_api(models_dir, "tiny-a", "s", {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x"}}})
+    with pytest.raises(gr.Error, match="unknown model"):
+        h.score_api(models_dir, "nope", "s", questions)
+    with pytest.raises(gr.Error, match="state is empty"):
+        h.score_api(models_dir, "tiny-a", "  ", questions)
+
+
+UPLOAD = "\n".join([
+    '{"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security"], "label": "billing", "context_id": "a"}',
+    '{"state": "Card charged twice.", "question": "Page someone now?", "kind": "noul", "label": "false", "context_id": "a"}',
+    '{"state": "New device login.", "question": "Which team?", "options": ["billing", "security"], "label": "security"}',
+    '{"state": "Refund missing.", "question": "Which team?", "options": ["billing", "security"], "label": 0}',
+    '{"state": "Password reset mail.", "question": "Which team?", "options": ["billing", "security"], "label": 1}',
+]) + "\n"
+
+
+def test_calibrate_on_an_upload_two_models_and_temperature(models_dir, tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(UPLOAD)
+    out = h.calibrate(models_dir, "tiny-a", "tiny-b", "uploaded file", 100, str(path), True)
+    set_err, model_err, note, table, reliability, selective, ref_note, ref_table = out
+    assert not set_err["visible"] and not model_err["visible"] and note.startswith("5 rows from uploaded file")
+    assert list(table.columns) == ["metric", "tiny-a", "tiny-b"] and table["metric"][0] == "accuracy"
+    assert "[" in table["tiny-a"][0]  # value [lo, hi]
+    assert len(reliability.data) == 7  # per model: accuracy, gap, counts; plus the diagonal
+    assert {t.name.split(" (")[0] for t in selective.data} == {"tiny-a", "tiny-b"}
+    assert ref_note["visible"] and "post-hoc reference" in ref_note["value"]
+    assert ref_table["visible"] and any("post-hoc" in c for c in ref_table["value"].columns)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "c"}\n', "line 1: label 'c' is not one of"),
+    ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "a"}\n{oops\n', "line 2: not JSON"),
+    ('{"state": "s", "question": "Which?", "options": ["a"], "label": "a"}\n', "line 1: question 'Which?': 1 option(s)"),
+])
+def test_bad_upload_is_named_next_to_the_upload(models_dir, tmp_path, text, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(path), False)
+    assert out[0]["visible"] and message in out[0]["value"] and out[3] is None
+    good = tmp_path / "good.jsonl"
+    good.write_text(UPLOAD)
+    assert not h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(good), False)[0]["visible"]
+
+
+def test_calibrate_refuses_an_unavailable_model(models_dir, untrained, tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(UPLOAD)
+    out = h.calibrate(models_dir, "decision-oracle", "", "uploaded file", 100, str(path), False)
+    assert out[1]["visible"] and "not trained yet" in out[1]["value"]
+
+
+def test_probe_bars_against_ideals(models_dir):
+    pytest.importorskip("core.decision.data")
+    set_err, model_err, fig, table = h.probe(models_dir, "tiny-a", "tiny-b", 20)
+    assert not set_err["visible"] and not model_err["visible"]
+    assert list(table["group"]) == ["one-cue department", "two-cue department", "escalate"]
+    assert list(table["ideal"]) == [1.0, 0.5, 0.9] and "published RLCD" in table.columns
+    assert {"tiny-a", "tiny-b", "ideal"} <= {t.name for t in fig.data}
+
+
+def test_the_tab_imports_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, gradio, demo.decisions.layout\n"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[3]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # torch loads with the first model, not at app start-up

@@ -1,0 +1,74 @@
+"""Decisions tab figures: what each one shows, checked on the figure objects."""
+
+import random
+
+from core import calibration as cal
+from core.decision import Choice
+from core.decision.evalsets import EvalItem
+from demo.decisions.plots import answer_figure, empty_figure, probe_figure, reliability_figure, selective_figure
+from core.decision.reports import PUBLISHED_PROBE, model_report, probe_summary
+
+A = {"q1": {"choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
+     "q2": {"choice": "true", "probabilities": {"true": 0.52, "false": 0.48}}}
+B = {"q1": {"choice": "SEC", "probabilities": {"BIL": 0.1, "SEC": 0.9}},
+     "q2": {"choice": "false", "probabilities": {"true": 0.2, "false": 0.8}}}
+QUESTIONS = {"q1": "Which team?", "q2": "Page now?"}
+
+
+def test_answer_bars_star_the_chosen_option_and_flag_close_calls():
+    fig = answer_figure(QUESTIONS, {"a": A})
+    assert len(fig.data) == 2 and [list(t.y) for t in fig.data] == [["BIL", "SEC"], ["true", "false"]]
+    assert list(fig.data[0].text) == ["★ 70%", "30%"]
+    titles = [a.text for a in fig.layout.annotations]
+    assert "close call" not in titles[0] and "⚠ close call" in titles[1]  # 0.52 vs 0.48
+
+
+def test_two_models_share_each_panel():
+    fig = answer_figure(QUESTIONS, {"a": A, "b": B})
+    assert [t.name for t in fig.data] == ["a", "a", "b", "b"]
+    assert [t.showlegend for t in fig.data] == [True, False, True, False]
+    assert list(fig.data[2].text) == ["10%", "★ 90%"]
+
+
+def test_no_answers_gives_a_message_not_an_error():
+    assert answer_figure(QUESTIONS, {}).layout.annotations[0].text.startswith("No answers yet")
+    assert empty_figure("x").layout.annotations[0].text == "x"
+
+
+def _report(name, seed):
+    rng = random.Random(seed)
+    items, probs = [], []
+    for i in range(80):
+        p = rng.uniform(0.5, 1.0)
+        items.append(EvalItem(f"c{i}", "s", Choice("Which?", ["a", "b"]), 0 if rng.random() < p else 1,
+                              ("two_cue", "department") if i % 2 else ("escalate",)))
+        probs.append([p, 1 - p])
+    return model_report(name, items, probs), items, probs
+
+
+def test_reliability_diagram_has_bars_gap_counts_and_diagonal():
+    rep, items, probs = _report("m", 0)
+    fig = reliability_figure([rep])
+    names = [t.name for t in fig.data]
+    assert names == ["m: accuracy", "m: gap to confidence", "m: rows", "perfect calibration"]
+    acc, gap, counts = fig.data[:3]
+    full = [b for b in rep.bins if b.count]
+    assert list(acc.y) == [b.accuracy for b in full]
+    assert list(acc.error_y.array) == [b.acc_hi - b.accuracy for b in full]  # Wilson upper arm
+    assert list(gap.base) == list(acc.y)
+    assert sum(counts.y) == len(items) and counts.yaxis == "y2"  # counts in the second panel
+    two = reliability_figure([rep, _report("n", 1)[0]])
+    assert len(two.data) == 7
+
+
+def test_selective_curve_names_aurc_and_probe_bars_show_ideals():
+    rep, items, probs = _report("m", 2)
+    fig = selective_figure([rep])
+    assert list(fig.data[0].x) == cal.selective_curve(probs, [it.label for it in items]).coverage
+    assert f"AURC {rep.metrics['aurc'].mean:.3f}" in fig.data[0].name
+    s = probe_summary("m", items, probs)
+    fig = probe_figure([s], PUBLISHED_PROBE)
+    assert [t.name for t in fig.data][:2] == ["m", "ideal"]
+    assert list(fig.data[1].y) == [1.0, 0.5, 0.9]
+    assert "(ideal 0.50)" in fig.layout.xaxis.ticktext[1]
+    assert {t.name for t in fig.data[2:]} == {f"published {a}" for a in PUBLISHED_PROBE}

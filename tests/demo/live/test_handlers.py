@@ -1,0 +1,114 @@
+"""Live play handlers, called directly (no server) with a tiny local model."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.runs.episode_log import read_episodes
+from demo.live import handlers as h
+from tests.fixtures.tiny_chat import build_tiny_chat
+
+OUT = ["session", "chat", "status", "budget", "card", "profile", "panel", "header", "breakdown", "marks",
+       "link", "download", "user_row", "agent_row"]
+
+
+def named(outputs):
+    assert len(outputs) == len(OUT)
+    return dict(zip(OUT, outputs))
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    build_tiny_chat(root / "tiny")
+    return root
+
+
+def start(replays, models_dir, mode="watch", key=None, path="", **kw):
+    key = key if key is not None else f"local: {models_dir / 'tiny'}"
+    args = dict(source="generated", family="meeting_scheduling", difficulty="easy", seed=0, heldout=0,
+                rubric="v1", temperature=0.7, max_new_tokens=24, sample_seed=0, int8=False)
+    args.update(kw)
+    return named(h.start(None, str(replays), str(models_dir), key, path, mode, *args.values()))
+
+
+def test_model_list_marks_what_is_here(models_dir):
+    picker, note = h.list_models(str(models_dir))
+    labels = dict((key, label) for label, key in picker["choices"])
+    tiny = f"local: {models_dir / 'tiny'}"
+    assert labels[tiny].startswith("✓") and labels["base 4B (Qwen/Qwen3-4B)"].startswith("✗")
+    assert "hf download Qwen/Qwen3-4B" in h.describe_model(str(models_dir), "base 4B (Qwen/Qwen3-4B)", "")
+    assert "no folder at" in h.describe_model(str(models_dir), None, "/no/such/model")
+
+
+def test_watch_episode_streams_and_ends_with_score_breakdown_link_and_download(models_dir, tmp_path):
+    out = start(tmp_path, models_dir)
+    assert out["chat"][0]["content"] == out["session"].scenario.request and "meeting_scheduling" in out["card"]
+    views = [named(v[:-1]) for v in h.play(out["session"], str(tmp_path))]
+    assert len(views) >= 2 and views[-1]["session"].done
+    final = views[-1]
+    score = float(re.search(r"score \*\*([0-9.]+)\*\*", final["header"]).group(1))
+    assert score == final["session"].episodes[-1].score
+    assert final["breakdown"] is not None and "FieldMatch" in json.dumps(final["breakdown"].to_dict())
+    assert list(final["marks"]["field"])  # the hidden profile vs plan table
+    run = final["session"].run_name
+    assert f"run={run.replace('/', '%2F')}" in final["link"] and "Open in Replays" in final["link"]
+    log = Path(final["download"])
+    assert log.is_relative_to(tmp_path) and read_episodes(log).episodes[0].id == final["session"].episodes[-1].id
+
+
+def test_agent_episode_through_the_handlers(models_dir, tmp_path):
+    out = start(tmp_path, models_dir, mode="agent", key="")
+    assert out["agent_row"]["visible"] and not out["profile"]["visible"]  # the agent must not see it
+    out = named(h.ask_user(out["session"], str(tmp_path), "Who are the participants?"))
+    assert "Questions left:** 5" in out["budget"] and out["chat"][-1]["role"] == "user"
+    out = named(h.propose_plan(out["session"], str(tmp_path), "not json"))
+    assert "must be a JSON object" in out["status"] and not out["session"].done
+    out = named(h.propose_plan(out["session"], str(tmp_path), '{"participants": "whole team"}'))
+    assert out["session"].done and out["profile"]["visible"] and "score" in out["header"]
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda d: shutil.rmtree(d), "no folder at"),                                         # missing
+    (lambda d: (d / "model.safetensors").write_bytes(b"garbage"), "could not load"),      # broken weights
+    (lambda d: (d / "config.json").write_text("{"), "not valid JSON"),                    # broken config
+])
+def test_broken_or_missing_checkpoint_gives_a_clear_message(models_dir, tmp_path, breakage, message):
+    folder = tmp_path / "copy"
+    shutil.copytree(models_dir / "tiny", folder)
+    breakage(folder)
+    out = start(tmp_path, models_dir, key="", path=str(folder))
+    views = [named(v[:-1]) for v in h.play(out["session"], str(tmp_path))]
+    assert message in views[-1]["status"] and views[-1]["status"].startswith("⚠️")
+
+
+def test_bad_inputs_say_what_is_wrong(models_dir, tmp_path):
+    assert "pick a model" in start(tmp_path, models_dir, key="", path="")["status"]
+    assert "held-out index" in start(tmp_path, models_dir, source="heldout", heldout=999)["status"]
+    assert "temperature" in start(tmp_path, models_dir, temperature=9)["status"]
+    assert "no question waiting" in named(h.answer(None, str(tmp_path), "hi"))["status"]
+    assert "start an episode" in named(h.ask_user(None, str(tmp_path), "hi"))["status"]
+
+
+def test_two_sessions_never_share_state(models_dir, tmp_path):
+    a = start(tmp_path, models_dir, mode="agent", key="")["session"]
+    b = start(tmp_path, models_dir, mode="agent", key="", family="event_planning", difficulty="hard")["session"]
+    a = named(h.ask_user(a, str(tmp_path), "Which date?"))["session"]
+    b = named(h.ask_user(b, str(tmp_path), "How many guests?"))["session"]
+    b = named(h.propose_plan(b, str(tmp_path), "{}"))["session"]
+    assert a.session_id != b.session_id and not a.done and b.done
+    assert [t.call.arguments["question"] for t in a.env.turns] == ["Which date?"]
+    assert a.run_name != b.run_name and a.episodes == []
+
+
+def test_stop_ends_the_running_turn_and_says_so(models_dir, tmp_path):
+    out = start(tmp_path, models_dir, temperature=0, max_new_tokens=1024)  # greedy: no end token here
+    stream = h.play(out["session"], str(tmp_path))
+    first = next(stream)
+    assert "generating" in first[2] and h.request_stop(first[-1]) == "stopping…"
+    last = named(list(stream)[-1][:-1])
+    assert last["status"].startswith("stopped") and not last["session"].env.turns
+    assert h.request_stop(first[-1]) == "nothing is generating" and h.request_stop(None) == "nothing is generating"

@@ -1,0 +1,154 @@
+"""Replays tab handlers, called as plain functions (no server, no browser)."""
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from demo.replays import handlers as h
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
+NO_FILTERS = ([], [], 0.0, 1.0, "any", [], "")
+
+
+@pytest.fixture
+def root(tmp_path) -> str:
+    shutil.copytree(FIXTURES / "replay_runs", tmp_path / "replays")
+    return str(tmp_path / "replays")
+
+
+def request(**query):
+    return SimpleNamespace(query_params=query)
+
+
+def test_on_load_lists_runs_and_picks_the_first(root):
+    runs_df, runs, run_a, run_b, key, note = h.on_load(root, request())
+    assert list(runs_df["run"]) == [GUESS, ORACLE] and runs_df["95% interval"].iloc[0]
+    assert runs["value"] == [GUESS] and run_a["value"] == GUESS and run_b["value"] == ORACLE
+    assert key is None and note == ""
+
+
+def test_on_load_reads_run_and_episode_from_the_url(root):
+    _, runs, _, _, key, note = h.on_load(root, request(run=ORACLE, episode="seed2_event_planning_medium#0"))
+    assert runs["value"] == [ORACLE] and key == f"{ORACLE}|seed2_event_planning_medium#0" and note == ""
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "/etc/passwd", "fixture-set/../../x", "nope"])
+def test_on_load_ignores_a_bad_run_in_the_url(root, bad):
+    _, runs, _, _, key, note = h.on_load(root, request(run=bad, episode="x#0"))
+    assert runs["value"] == [GUESS] and key == f"{GUESS}|x#0" and "No run named" in note
+
+
+def test_filter_episodes(root):
+    shown, picker, count = h.filter_episodes(root, {}, [ORACLE, GUESS], *NO_FILTERS)
+    assert len(shown) == 12 and "text" not in shown.columns and "**12** episodes" in count
+    assert picker["choices"][0][1] == f"{ORACLE}|seed1_meeting_scheduling_easy#0"
+    shown, _, _ = h.filter_episodes(root, {}, [ORACLE, GUESS], ["event_planning"], ["medium"],
+                                    0.5, 1.0, "pass", ["plan"], "")
+    assert list(shown["episode"]) == ["seed2_event_planning_medium#0"]
+
+
+def test_pick_row_returns_that_rows_episode(root):
+    shown, _, _ = h.filter_episodes(root, {}, [GUESS], *NO_FILTERS)
+    evt = gr.SelectData(None, {"index": [2, 1], "value": "x"})
+    assert h.pick_row(shown, evt) == f"{GUESS}|seed3_support_triage_easy#0"
+    # After a client-side sort the clicked row's own values win over its position.
+    row = shown.iloc[4].tolist()
+    evt = gr.SelectData(None, {"index": [0, 1], "value": "x", "row_value": row})
+    assert h.pick_row(shown, evt) == f"{GUESS}|seed5_medical_intake_medium#0"
+
+
+def test_show_episode(root):
+    header, chat, marks, fig, link = h.show_episode(root, {}, f"{GUESS}|seed2_event_planning_medium#0")
+    assert "score **0.125**" in header and chat[0]["role"] == "user"
+    assert list(marks["field"])[0] == "★ event_type" and fig.data
+    assert "?run=fixture-set%2Fguess&episode=seed2_event_planning_medium%230" in link
+
+
+@pytest.mark.parametrize("key", ["nope|x#0", f"{GUESS}|missing#0", "../../etc|passwd", "no-bar"])
+def test_show_episode_with_a_bad_key_explains(root, key):
+    header, chat, marks, fig, link = h.show_episode(root, {}, key)
+    assert header.startswith("⚠") and chat == [] and link == "" and marks.empty
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_show_episode_without_a_pick_asks_for_one(root, key):
+    header, chat, marks, fig, link = h.show_episode(root, {}, key)
+    assert header == h.PICK_HINT and chat == [] and list(marks.columns)[0] == "field"
+
+
+def test_upload_then_browse_the_upload(root, tmp_path):
+    uploads, note, runs, _, _, cleared = h.upload_log(root, str(FIXTURES / "published_trace_small.json"), False, {}, [GUESS])
+    name = "upload:published_trace_small.json"
+    assert name in uploads and "3 episodes" in note and runs["value"] == [GUESS, name]
+    shown, _, _ = h.filter_episodes(root, uploads, [name], *NO_FILTERS)
+    assert "recorded" in shown.columns and len(shown) == 3
+    header, _, _, _, link = h.show_episode(root, uploads, f"{name}|seed10000_event_planning_easy#0")
+    assert "recorded score" in header and link == ""  # uploads have no permalink
+
+
+@pytest.mark.parametrize("content, keep, message", [
+    (b"", False, "empty"),                                        # empty file
+    (b"\x89PNG\r\n\x1a\n\x00\x00", False, "binary"),              # binary file
+    (b"{not json", False, "line 1: not valid JSON"),              # invalid JSON
+    (b'{"a": 1}\n', False, "not an episode record"),              # wrong schema
+])
+def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    before = {"upload:x": object()}
+    uploads, note, runs, _, _, cleared = h.upload_log(root, str(path), keep, before, [GUESS])
+    assert uploads is before and note.startswith("✗") and message in note and runs == gr.update()
+    assert cleared is None  # the upload box is emptied for the next file
+
+
+def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
+    lines = (FIXTURES / "replay_runs" / ORACLE / "episodes.jsonl").read_text().splitlines()
+    lines.insert(1, '{"version": 1, "oops"')
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines))
+    _, note, _, _, _, _ = h.upload_log(root, str(path), False, {}, [])
+    assert "line 2" in note and note.startswith("✗")
+    uploads, note, _, _, _, _ = h.upload_log(root, str(path), True, {}, [])
+    assert "6 episodes" in note and "Skipped 1" in note and "line 2" in note
+
+
+def test_exports(root):
+    csv = h.export_table(root, {}, [ORACLE, GUESS], *NO_FILTERS[:-1], "zoom")
+    lines = Path(csv["value"]).read_text().splitlines()
+    assert lines[0].startswith("episode,family") and len(lines) == 7
+    jsonl = h.export_episodes(root, {}, [GUESS], *NO_FILTERS)
+    rows = [json.loads(line) for line in Path(jsonl["value"]).read_text().splitlines()]
+    assert len(rows) == 6 and rows[0]["policy"] == "guess"
+
+
+def test_overview_returns_four_figures(root):
+    figs = h.overview(root, {}, [ORACLE, GUESS], *NO_FILTERS)
+    assert len(figs) == 4 and all(f.data for f in figs)
+
+
+def test_compare_and_side_by_side(root):
+    note, diff, fig, scenarios = h.compare(root, {}, ORACLE, GUESS)
+    assert "**6** shared scenarios" in note and len(diff) == 6 and len(scenarios["choices"]) == 6
+    assert scenarios["value"] == "seed6_meeting_scheduling_hard"  # the largest gap opens first
+    chat_a, chat_b = h.compare_episode(root, {}, ORACLE, GUESS, scenarios["choices"][0])
+    assert chat_a["value"][0] == chat_b["value"][0] and chat_a["value"] != chat_b["value"]
+    assert chat_a["label"].startswith(f"a: {ORACLE} · score")
+
+
+def test_compare_with_a_missing_run(root):
+    note, diff, _, scenarios = h.compare(root, {}, ORACLE, None)
+    assert note.startswith("⚠") and diff is None and scenarios["choices"] == []
+    assert h.compare_episode(root, {}, ORACLE, "../x", "s") == ([], [])
+
+
+@pytest.mark.parametrize("runs", [["../../etc"], ["upload:gone.jsonl"], [ORACLE, "nope"]])
+def test_unknown_runs_are_reported_not_raised(root, runs):
+    shown, picker, count = h.filter_episodes(root, {}, runs, *NO_FILTERS)
+    assert shown is None and count.startswith("⚠") and picker["choices"] == []
+    figs = h.overview(root, {}, runs, *NO_FILTERS)
+    assert all(not f.data for f in figs)

@@ -1,0 +1,88 @@
+"""Plot builders: right traces, fixed family colours, explicit empty states."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.runs import episode_table as table
+from demo.replays import plots
+from core.runs.episode_log import read_episodes
+from core.records import Recorded, RewardBreakdown
+
+RUNS = Path(__file__).parents[2] / "fixtures" / "replay_runs" / "fixture-set"
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rows = [table.record_row(p, json.loads(ep.model_dump_json()))
+            for p in ("oracle", "guess") for ep in read_episodes(RUNS / p / "episodes.jsonl").episodes]
+    return table.episode_table(rows)
+
+
+def test_family_bars_colour_by_family_and_pattern_by_run(frame):
+    fig = plots.family_bars(table.family_scores(frame))
+    bars = [t for t in fig.data if t.type == "bar" and t.legendgroup != "runs"]
+    assert [b.name for b in bars] == ["oracle", "guess"]
+    legend = [t.name for t in fig.data if t.legendgroup == "runs"]
+    assert legend == ["oracle", "guess"]  # grey pattern swatches name the runs
+    fams = list(bars[0].x)
+    assert list(bars[0].marker.color) == [plots.FAMILY_COLORS[f] for f in fams]
+    assert bars[0].marker.pattern.shape != bars[1].marker.pattern.shape
+    ticks = [t for t in fig.data if t.type == "scatter"]
+    assert max(ticks[0].y) == pytest.approx(frame[frame.run == "oracle"].score.max())
+
+
+def test_histograms_count_every_episode(frame):
+    for fig in (plots.score_histogram(frame), plots.questions_histogram(frame)):
+        assert sum(len(t.x) for t in fig.data if t.type == "histogram") == len(frame)
+
+
+def test_component_bars_label_weights(frame):
+    fig = plots.component_bars(table.component_means(frame, table.COMPONENTS), table.COMPONENT_WEIGHTS)
+    assert "FieldMatch ×0.50" in list(fig.data[0].x) and "FormatCheck (gate)" in list(fig.data[0].x)
+
+
+def test_breakdown_shares_add_up_to_the_score():
+    bd = RewardBreakdown(rubric="v1", total=0.6, gate_passed=True,
+                         components={"FormatCheckRubric": 1.0, "A": 1.0, "B": 0.5},
+                         weights={"A": 0.4, "B": 0.4})
+    fig = plots.breakdown_bars(bd)
+    assert sum(fig.data[1].y) == pytest.approx(0.6)
+    assert "gate passed" in fig.layout.title.text
+
+
+def test_breakdown_of_a_failed_gate_contributes_nothing():
+    bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=False,
+                         components={"FormatCheckRubric": 0.0, "A": 1.0}, weights={"A": 1.0})
+    fig = plots.breakdown_bars(bd)
+    assert list(fig.data[0].y) == [1.0] and list(fig.data[1].y) == [0.0]
+    assert "FAILED" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("build", [
+    lambda: plots.family_bars(pd.DataFrame(columns=["run", "family", "mean", "max", "n"])),
+    lambda: plots.score_histogram(table.episode_table([])),
+    lambda: plots.component_bars(pd.DataFrame(columns=["run", "component", "mean"])),
+    lambda: plots.breakdown_bars(None),
+    lambda: plots.difference_bars(pd.DataFrame(), "a", "b"),
+])
+def test_empty_inputs_say_so(build):
+    fig = build()
+    assert len(fig.data) == 0 and fig.layout.annotations[0].text
+
+
+def test_difference_bars_sorted(frame):
+    comp = table.compare_runs(frame[frame.run == "oracle"], frame[frame.run == "guess"])
+    fig = plots.difference_bars(comp.table, "oracle", "guess")
+    assert list(fig.data[0].y) == sorted(fig.data[0].y)
+
+
+def test_breakdown_overlays_recorded_components():
+    bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=False,
+                         components={"FormatCheckRubric": 0.0, "A": 0.0}, weights={"A": 1.0})
+    rec = Recorded(source="published-trace", score=0.0, breakdown={"A": 0.4})  # a stale published value
+    fig = plots.breakdown_bars(bd, recorded=rec)
+    assert list(fig.data[2].y) == [0.4] and "recorded by published-trace" in fig.data[2].name
+    assert len(plots.breakdown_bars(bd).data) == 2
