@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from core import calibration as cal  # noqa: E402
+from core.decision.reports import PROBE_GROUPS  # noqa: E402
 from core.decision.scores import ArmScores  # noqa: E402
 
 
@@ -36,15 +37,14 @@ def reliability_diagrams(scores: dict[str, ArmScores], out: Path) -> Path:
 
 def probe_bars(scores: dict[str, ArmScores], out: Path) -> Path:
     """Mean max p on one-cue, two-cue and escalation probe rows per arm, with the ideal values."""
-    groups = [("probe_one_cue_max_p", 1.0), ("probe_two_cue_max_p", 0.5), ("probe_escalate_confidence", 0.9)]
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     width = 0.8 / max(1, len(scores))
     for j, (name, s) in enumerate(scores.items()):
-        means = [float(np.mean([max(s.probe_probs[i]) for i in s.probe_rows(g)])) for g, _ in groups]
-        ax.bar(np.arange(3) + j * width, means, width, label=name)
-    for i, (_, ideal) in enumerate(groups):
-        ax.hlines(ideal, i - 0.1, i + 0.8, colors="black", linestyles="--", lw=1)
-    ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["one cue (ideal 1.0)", "two cues (ideal 0.5)", "escalate (ideal 0.9)"])
+        means = [float(np.mean([max(s.probe_probs[i]) for i in g.rows(s.probe_tags)])) for g in PROBE_GROUPS]
+        ax.bar(np.arange(len(PROBE_GROUPS)) + j * width, means, width, label=name)
+    for i, g in enumerate(PROBE_GROUPS):
+        ax.hlines(g.ideal, i - 0.1, i + 0.8, colors="black", linestyles="--", lw=1)
+    ax.set_xticks(np.arange(len(PROBE_GROUPS)) + 0.4 - width / 2, [f"{g.label} (ideal {g.ideal})" for g in PROBE_GROUPS])
     ax.set_ylabel("mean max probability")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8, ncol=4, loc="lower center")

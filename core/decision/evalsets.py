@@ -19,10 +19,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from core.decision.data.rows import NOTA
 from core.decision.questions import QUESTION_TYPES, Question, QuestionError, render_state
 
-NOTA = "None of the above"
-"""The "none of the above" option text of the triage data (always last when offered)."""
 UPLOAD_FIELDS = {"state", "question", "options", "label", "kind", "context_id"}
 MAX_UPLOAD_ROWS = 5000
 """Larger files are refused: every row runs through the model on this CPU while the user waits."""

@@ -11,8 +11,8 @@ part of the contexts and every scaled number is reported on the other part only.
 """
 
 import hashlib
-import time
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -28,10 +28,27 @@ METRICS = (("accuracy", "accuracy"), ("ece", "ECE (15 bins)"), ("classwise_ece",
            ("brier", "Brier"), ("mean_confidence", "mean confidence"), ("aurc", "AURC"),
            ("nota_recall", "NOTA recall"), ("nota_false_alarm", "NOTA false alarm"))
 """Report metric keys, in table order, with their display names."""
-PROBE_GROUPS = (("one-cue department", ("one_cue", "department"), 1.0),
-                ("two-cue department", ("two_cue", "department"), 0.5),
-                ("escalate", ("escalate",), 0.9))
-"""Probe bar -> (tags a row must carry, ideal mean top probability)."""
+
+
+@dataclass(frozen=True)
+class ProbeGroup:
+    """One group of known-posterior probe rows: the rows carrying every tag, and the ideal mean max p."""
+
+    label: str
+    """Name in the tab and the plots."""
+    key: str
+    """Key in the evaluation JSON (``python -m train.decision_eval``)."""
+    tags: tuple[str, ...]
+    ideal: float
+
+    def rows(self, tags: Sequence[Sequence[str]]) -> list[int]:
+        return [i for i, t in enumerate(tags) if all(x in t for x in self.tags)]
+
+
+PROBE_GROUPS = (ProbeGroup("one-cue department", "probe_one_cue_max_p", ("one_cue", "department"), 1.0),
+                ProbeGroup("two-cue department", "probe_two_cue_max_p", ("two_cue", "department"), 0.5),
+                ProbeGroup("escalate", "probe_escalate_confidence", ("escalate",), 0.9))
+"""The probe groups, for the tab, the evaluation JSON and the plots alike."""
 PUBLISHED_PROBE = {"warmup": {"two-cue department": 0.798}, "RLCD": {"two-cue department": 0.593, "escalate": 0.932},
                    "RLVR": {"two-cue department": 0.990, "escalate": 1.000}, "oracle": {"two-cue department": 0.630}}
 """Published known-posterior probe means (held-out tickets), for reference beside ours."""
@@ -88,28 +105,49 @@ def _classwise_statistic(items: Sequence[EvalItem], probs: Sequence[Sequence[flo
     return statistic
 
 
-def _interval(statistic, n: int, clusters, seed: int) -> Interval:
+def _interval(statistic, n: int, clusters, seed: int, resamples: int = RESAMPLES) -> Interval:
     if n == 0 or math.isnan(statistic(np.arange(n))):
         return NAN  # e.g. no row offers NOTA: the rate is undefined, not zero
-    return bootstrap_statistic(statistic, n, clusters, resamples=RESAMPLES, seed=seed)
+    return bootstrap_statistic(statistic, n, clusters, resamples=resamples, seed=seed)
+
+
+def headline_metrics(probs: Sequence[Sequence[float]], labels: Sequence[int], clusters: Sequence[str],
+                     nota: Sequence[int | None], *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval]:
+    """Accuracy, ECE, Brier, mean confidence, AURC and the NOTA rates, each with its clustered interval.
+
+    The one assembly of a model's headline numbers: the tab's reports and the evaluation JSON both
+    come from here, so the two can never disagree on what a metric means.
+    """
+    base = cal.calibration_report(probs, labels, clusters, resamples=resamples, seed=seed)
+    preds, y = np.array([int(np.argmax(p)) for p in probs]), np.array(labels)
+
+    def nota_rate(which: str):
+        return lambda idx: getattr(cal.nota_rates(preds[idx].tolist(), y[idx].tolist(), [nota[i] for i in idx]), which)
+
+    extra = {"aurc": lambda idx: cal.selective_curve([probs[i] for i in idx], y[idx].tolist()).aurc,
+             "nota_recall": nota_rate("recall"), "nota_false_alarm": nota_rate("false_alarm")}
+    metrics = {k: getattr(base, k) for k in ("accuracy", "ece", "brier", "mean_confidence")}
+    metrics.update({k: _interval(f, len(probs), clusters, seed, resamples) for k, f in extra.items()})
+    return metrics
+
+
+def probe_means(probs: Sequence[Sequence[float]], tags: Sequence[Sequence[str]], clusters: Sequence[str], *,
+                resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval]:
+    """Mean max p of each probe group (label -> value with its clustered interval)."""
+    out = {}
+    for group in PROBE_GROUPS:
+        idx = group.rows(tags)
+        out[group.label] = bootstrap_mean([max(probs[i]) for i in idx], [clusters[i] for i in idx],
+                                          resamples=resamples, seed=seed)
+    return out
 
 
 def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
                  seed: int = 0, note: str = "") -> ModelReport:
     """Every METRICS entry with its interval, plus the reliability bins and the selective curve."""
     labels, clusters = [it.label for it in items], [it.context_id for it in items]
-    base = cal.calibration_report(probs, labels, clusters, resamples=RESAMPLES, seed=seed)
-    preds = np.array([int(np.argmax(p)) for p in probs])
-    y, nota = np.array(labels), [it.nota for it in items]
-
-    def nota_rate(which: str):
-        return lambda idx: getattr(cal.nota_rates(preds[idx].tolist(), y[idx].tolist(), [nota[i] for i in idx]), which)
-
-    extra = {"classwise_ece": _classwise_statistic(items, probs),
-             "aurc": lambda idx: cal.selective_curve([probs[i] for i in idx], y[idx].tolist()).aurc,
-             "nota_recall": nota_rate("recall"), "nota_false_alarm": nota_rate("false_alarm")}
-    metrics = {k: getattr(base, k) for k in ("accuracy", "ece", "brier", "mean_confidence")}
-    metrics.update({k: _interval(f, len(items), clusters, seed) for k, f in extra.items()})
+    metrics = headline_metrics(probs, labels, clusters, [it.nota for it in items], seed=seed)
+    metrics["classwise_ece"] = _interval(_classwise_statistic(items, probs), len(items), clusters, seed)
     return ModelReport(name, len(items), {k: metrics[k] for k, _ in METRICS},
                        cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note)
 
@@ -200,13 +238,8 @@ class ProbeSummary:
 
 def probe_summary(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], seed: int = 0) -> ProbeSummary:
     """Mean max p on one-cue (ideal 1.0) and two-cue (0.5) department rows and escalation rows (0.90)."""
-    groups, ideal = {}, {}
-    for label, tags, target in PROBE_GROUPS:
-        idx = [i for i, it in enumerate(items) if all(t in it.tags for t in tags)]
-        groups[label] = bootstrap_mean([max(probs[i]) for i in idx], [items[i].context_id for i in idx],
-                                       resamples=RESAMPLES, seed=seed)
-        ideal[label] = target
-    return ProbeSummary(name, groups, ideal)
+    groups = probe_means(probs, [it.tags for it in items], [it.context_id for it in items], seed=seed)
+    return ProbeSummary(name, groups, {g.label: g.ideal for g in PROBE_GROUPS})
 
 
 def probe_rows(summaries: Sequence[ProbeSummary]) -> tuple[list[str], list[list]]:
@@ -214,8 +247,8 @@ def probe_rows(summaries: Sequence[ProbeSummary]) -> tuple[list[str], list[list]
     def cell(iv: Interval) -> str:
         return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
 
-    groups = list(summaries[0].groups) if summaries else [g for g, _, _ in PROBE_GROUPS]
-    ideal = {g: target for g, _, target in PROBE_GROUPS}
+    groups = list(summaries[0].groups) if summaries else [g.label for g in PROBE_GROUPS]
+    ideal = {g.label: g.ideal for g in PROBE_GROUPS}
     cols = ["group", "ideal", *[s.name for s in summaries], *[f"published {a}" for a in PUBLISHED_PROBE]]
     rows = [[g, ideal[g], *[cell(s.groups[g]) for s in summaries], *[PUBLISHED_PROBE[a].get(g, "") for a in PUBLISHED_PROBE]]
             for g in groups]

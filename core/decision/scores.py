@@ -1,9 +1,10 @@
 """Scores of one decision model on labelled rows and on the known-posterior probe, as records.
 
 ``score_rows`` keeps each row's probabilities over its own options plus the facts metrics slice by
-(context, source, NOTA position); ``arm_report`` and ``paired_report`` summarise them with
-``core.calibration``, whose intervals resample whole contexts (the three questions about one
-ticket are not independent). Used by ``python -m train.decision_eval``.
+(context, source, NOTA position); ``arm_report`` lays out ``core.decision.reports``' headline
+metrics and probe groups as the evaluation JSON, and ``paired_report`` adds paired differences.
+Intervals resample whole contexts (the three questions about one ticket are not independent).
+Used by ``python -m train.decision_eval``.
 """
 
 from dataclasses import asdict, dataclass
@@ -13,13 +14,10 @@ import numpy as np
 
 from core import calibration as cal
 from core.decision.data.rows import NOTA, DecisionRow
-from core.stats import bootstrap_mean
+from core.decision.reports import PROBE_GROUPS, headline_metrics, probe_means
 
 HEADLINE = ("accuracy", "ece", "brier", "mean_confidence")
-PROBE_GROUPS = {"probe_one_cue_max_p": ("one_cue", "department"),
-                "probe_two_cue_max_p": ("two_cue", "department"),
-                "probe_escalate_confidence": ("escalate", "escalate")}
-"""Probe metric -> (ticket tag, question tag); the value is the mean top probability (ideal 1.0, 0.5, 0.9)."""
+"""Metrics with intervals in the evaluation JSON (and with paired differences)."""
 
 
 @dataclass(frozen=True)
@@ -43,11 +41,6 @@ class ArmScores:
     def predictions(self) -> list[int]:
         return [int(np.argmax(p)) for p in self.probs]
 
-    def probe_rows(self, group: str) -> list[int]:
-        """Indices of probe rows in a ``PROBE_GROUPS`` group."""
-        ticket, question = PROBE_GROUPS[group]
-        return [i for i, t in enumerate(self.probe_tags) if ticket in t and question in t]
-
 
 def score_rows(rows: Sequence[DecisionRow], probs: np.ndarray, probe: Sequence[DecisionRow],
                probe_probs: np.ndarray) -> ArmScores:
@@ -69,17 +62,14 @@ def score_rows(rows: Sequence[DecisionRow], probs: np.ndarray, probe: Sequence[D
 
 def arm_report(s: ArmScores, resamples: int = 1000, seed: int = 0) -> dict:
     """Headline metrics with clustered 95% intervals, NOTA rates, AURC, per-source slices, probe means."""
-    report = cal.calibration_report(s.probs, s.labels, s.contexts, resamples=resamples, seed=seed)
-    out = {k: getattr(report, k).mean for k in HEADLINE}
-    intervals = {k: getattr(report, k).as_dict() for k in HEADLINE}
+    metrics = headline_metrics(s.probs, s.labels, s.contexts, s.nota, resamples=resamples, seed=seed)
+    out = {k: metrics[k].mean for k in HEADLINE}
+    intervals = {k: metrics[k].as_dict() for k in HEADLINE}
+    probe = probe_means(s.probe_probs, s.probe_tags, s.probe_contexts, resamples=resamples, seed=seed)
     for group in PROBE_GROUPS:
-        idx = s.probe_rows(group)
-        iv = bootstrap_mean([max(s.probe_probs[i]) for i in idx], [s.probe_contexts[i] for i in idx],
-                            resamples=resamples, seed=seed)
-        out[group], intervals[group] = iv.mean, iv.as_dict()
-    rates = cal.nota_rates(s.predictions, s.labels, s.nota)
-    out.update(nota_recall=rates.recall, nota_false_alarm=rates.false_alarm,
-               aurc=cal.selective_curve(s.probs, s.labels).aurc, intervals=intervals,
+        out[group.key], intervals[group.key] = probe[group.label].mean, probe[group.label].as_dict()
+    out.update(nota_recall=metrics["nota_recall"].mean, nota_false_alarm=metrics["nota_false_alarm"].mean,
+               aurc=metrics["aurc"].mean, intervals=intervals,
                reliability=[asdict(b) for b in cal.reliability_bins(s.probs, s.labels)],
                by_source=slices(s, s.sources), by_kind=slices(s, s.kinds))
     return out
