@@ -29,7 +29,6 @@ import torch  # noqa: E402
 
 from core.decision.export import export_decision  # noqa: E402
 from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
-from demo.decisions.examples import find_example  # noqa: E402
 from demo.decisions import handlers as h  # noqa: E402
 
 GOAL_MS = 300.0

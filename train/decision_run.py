@@ -12,7 +12,7 @@ import os
 import random
 import subprocess
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -136,6 +136,3 @@ def optimizer_for(params, lr: float, weight_decay: float = 0.1) -> torch.optim.A
     """AdamW(0.9, 0.95) with weight decay, the published optimiser."""
     return torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
 
-
-def config_fields(cls) -> list[str]:
-    return [f.name for f in fields(cls)]

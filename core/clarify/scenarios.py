@@ -142,9 +142,6 @@ def read_published(path: str | Path) -> list[Scenario]:
     return out
 
 
-def write_published(path: str | Path, scenarios: Iterable[Scenario]) -> None:
-    """Write scenarios as a JSON list in the published format."""
-    Path(path).write_text(json.dumps([scenario_to_published(s) for s in scenarios], indent=2) + "\n", encoding="utf-8")
 
 
 def generate_range(seeds: Iterable[int], difficulties: Sequence[str] = DIFFICULTIES,

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from core.decision.prompt import LETTERS, encode, render_prefix, render_prompt
+from core.decision.prompt import LETTERS, render_prefix, render_prompt
 from core.decision.readout import option_logits
 
 
@@ -82,14 +82,8 @@ def option_probs(body, rows: torch.Tensor, tokenizer, prompts: Sequence[Prompt],
     return out
 
 
-def prompt_lengths(tokenizer, prompts: Sequence[Prompt]) -> list[int]:
-    """Token count of each prompt (for batching and limits)."""
-    return [len(encode(tokenizer, render_prompt(p.state, p.question, list(p.options)))) for p in prompts]
 
 
-def with_answers(token_ids: Sequence[Sequence[int]], labels: Sequence[int], letter_ids: Sequence[int]) -> list[list[int]]:
-    """Each prompt followed by its answer letter token (" A" .. " Z"), for a language-model loss."""
-    return [list(ids) + [letter_ids[y]] for ids, y in zip(token_ids, labels)]
 
 
 def body_hidden(body, batch: Batch) -> torch.Tensor:

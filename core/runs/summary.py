@@ -8,7 +8,7 @@ played more than once (K samples of one scenario are not independent).
 from collections import defaultdict
 from typing import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Episode
