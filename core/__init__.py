@@ -1,5 +1,10 @@
-"""ClarifyLab core: the clarify environment, rubrics, agents, episode logs, decisions, calibration.
+"""ClarifyLab core: the domain, as plain functions and typed records.
 
+One package per wing: ``clarify`` (the task: scenarios, simulated user, rubrics, environment,
+agents), ``runs`` (logged episodes: logs, summaries, comparison, import, replays on disk), ``live``
+(a live session and its streamed turn), ``decision`` (the decision engine, its data, training
+maths, scores and reports). Shared at the top: ``records`` (boundary types), ``stats`` (bootstrap
+intervals), ``calibration`` (calibration metrics) and ``registry`` (every model the app knows).
 Nothing here imports gradio, trl, demo/ or train/; those layers are built on top of this package.
 """
 
