@@ -68,6 +68,8 @@ class Request:
     suffixes: list[list[int]]
     n_options: list[int]
     truncations: list[Truncation | None]
+    state_tokens: int = 0
+    """Tokens of the (possibly cut) state alone, as the limit counts them."""
 
 
 class Decider:
@@ -150,7 +152,8 @@ class Decider:
         check_seam(self.tokenizer, render_prefix(text), render_suffix(questions[0].text, questions[0].options))
         truncs = [Truncation(state_tokens_removed=removed_state, question_tokens_removed=c)
                   if removed_state or c else None for c in cuts]
-        return Request(prefix, suffixes, [len(q.options) for q in questions], truncs)
+        n_state = len(encode(self.tokenizer, text)) if removed_state else len(state_ids)
+        return Request(prefix, suffixes, [len(q.options) for q in questions], truncs, n_state)
 
     def _cut_question(self, q: Question) -> list[int]:
         """The published rule: cut the question's text from its start (its end is kept) until the
@@ -199,7 +202,7 @@ class Decider:
                                                       req.truncations[i])) for i, t in enumerate(typed)}
         removed = max((t.state_tokens_removed for t in req.truncations if t), default=0)
         usage = {"input_tokens": len(req.prefix) + sum(len(s) for s in req.suffixes),
-                 "state_tokens": len(req.prefix), "state_truncated": removed > 0,
+                 "state_tokens": req.state_tokens, "prefix_tokens": len(req.prefix), "state_truncated": removed > 0,
                  "state_tokens_removed": removed, "questions": len(typed), "path": chosen}
         return {"answers": answers, "usage": usage}
 

@@ -46,6 +46,8 @@ def test_the_header_is_five_tokens_and_does_not_count(qwen_decider, qwen_tok):
     assert (over.part, over.tokens, over.limit) == ("state", 1537, 1536)
     cut = qwen_decider.tokenize(" ".join(["the"] * 1600), QS[:1], truncate=True)
     assert len(cut.prefix) == 1536 + 5 and cut.truncations[0].state_tokens_removed == 64
+    usage = qwen_decider.score(state, {"p": {"type": "noul", "instructions": "Page now?"}})["usage"]
+    assert (usage["state_tokens"], usage["prefix_tokens"], usage["state_truncated"]) == (1536, 1541, False)
 
 
 def test_a_random_qwen3_body_exports_loads_and_answers_on_every_path(qwen_decider, qwen_tok, tmp_path):
