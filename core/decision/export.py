@@ -205,6 +205,8 @@ def verify_files(directory: Path, card: DecisionCard, body_file: str, head_file:
         if name not in card.sha256:
             raise DecisionExportError(f"{CARD_FILE} records no sha256 for {name}")
     for name, digest in {**card.sha256, **card.clarifylab_sha256}.items():
+        if Path(name).name != name:
+            raise DecisionExportError(f"{CARD_FILE} hashes {name!r}; only files in the directory itself are allowed")
         path = directory / name
         if not path.is_file():
             raise DecisionExportError(f"{directory} is missing {name}, whose sha256 {CARD_FILE} records")
@@ -259,9 +261,11 @@ def load_decider(directory: str | Path, *, trust_remote_code: bool = False, attn
     heads = sorted(k for k in state if _is_head(k))
     if heads:
         raise DecisionExportError(f"{body_file} carries an output head ({heads[:3]}); refused")
-    hidden = card.hidden_size or AutoConfig.from_pretrained(root, trust_remote_code=trust_remote_code).hidden_size
-    rows, bias = _check_head(_read_tensors(root / head_file), head_key, hidden, head_file)
     body = _build_body(root, state, body_file, trust_remote_code, attn_implementation)
+    hidden = body.config.hidden_size
+    if card.hidden_size not in (None, hidden):
+        raise DecisionExportError(f"{CARD_FILE} says hidden_size {card.hidden_size}, config.json {hidden}")
+    rows, bias = _check_head(_read_tensors(root / head_file), head_key, hidden, head_file)
     tokenizer = AutoTokenizer.from_pretrained(root, trust_remote_code=trust_remote_code)
     ids = [encode(tokenizer, t) for t in LETTER_TOKENS]
     if ids != [[i] for i in card.letter_ids]:

@@ -202,3 +202,17 @@ def test_the_earlier_layout_still_loads_and_reexports_to_the_same_answers(tmp_pa
     (old / "letter_rows.safetensors").write_bytes(bytes(data))
     with pytest.raises(DecisionExportError, match="letter_rows.safetensors: sha256 does not match"):
         load_decider(old)
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (lambda c: c["sha256"].update({"../outside.json": "0" * 64}), "only files in the directory"),  # a path out
+    (lambda c: c.update(head_file="../head.safetensors"), "must be a file name"),                  # likewise
+    (lambda c: c.update(hidden_size=64), "hidden_size 64, config.json 32"),                        # a wrong width
+])
+def test_a_record_pointing_elsewhere_is_refused(ours, change, fragment):
+    root, _ = ours
+    card = json.loads((root / CARD_FILE).read_text())
+    change(card)
+    (root / CARD_FILE).write_text(json.dumps(card))
+    with pytest.raises(DecisionExportError, match=fragment):
+        load_decider(root)
