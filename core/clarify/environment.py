@@ -21,7 +21,8 @@ TOOLS = {"get_task_info": (), "ask_question": ("question",), "propose_plan": ("p
 ASK_REWARDS_V2 = {**ASK_REWARDS, "no_field_matched": 0.0}
 """v2: a question that matches no field earns nothing (v1 pays +0.02 for it)."""
 ENDED = "episode already ended"
-OVER_CAP_ANSWER = "You have used all your questions; the episode is over."
+OVER_CAP_ANSWER = "(no more questions allowed)"
+"""The published answer to an ask made after the budget is spent."""
 
 
 def render_call(call: ToolCall) -> str:
@@ -30,11 +31,16 @@ def render_call(call: ToolCall) -> str:
     return f"{call.name}({args})"
 
 
-def parse_plan(plan: str | dict) -> tuple[dict | None, str | None]:
-    """A plan argument as a JSON-object dict, or (None, why not)."""
+def parse_plan(plan: str | dict, rubric: RubricVersion = "v1") -> tuple[dict | None, str | None]:
+    """A plan argument as a JSON-object dict, or (None, why not).
+
+    v1 strips the string as the published code does (``str.strip()``: every Unicode whitespace,
+    e.g. U+00A0, U+2028, U+3000, U+001C) before parsing; v2 accepts only JSON's own whitespace
+    (space, tab, CR, LF) around the object, so model output padded with such characters fails there.
+    """
     if isinstance(plan, str):
         try:
-            plan = json.loads(plan)
+            plan = json.loads(plan.strip() if rubric == "v1" else plan)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, or e.g. a 5,000-digit integer
             return None, f"plan is not valid JSON: {getattr(exc, 'msg', exc)}"
         if not isinstance(plan, dict):
@@ -146,7 +152,7 @@ class ClarifyEnv:
     def _propose(self, plan: Any) -> tuple[dict, float]:
         if not isinstance(plan, (str, dict)):
             return {"error": f"propose_plan: plan must be a JSON object string or an object, got {type(plan).__name__}"}, 0.0
-        self.plan, error = parse_plan(plan)
+        self.plan, error = parse_plan(plan, self.rubric)
         if isinstance(plan, str):
             self.plan_raw = plan
         else:

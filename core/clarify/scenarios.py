@@ -40,7 +40,7 @@ PUBLISHED_KEYS = (
 
 
 def generate_scenario(seed: int, difficulty: str) -> Scenario:
-    """Draw one scenario; the draw order is the published one (see ENVIRONMENT.md)."""
+    """Draw one scenario; the draw order is the published one (docs/environment.md, "Scenario generation")."""
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"unknown difficulty {difficulty!r}; expected one of {', '.join(DIFFICULTIES)}")
     rng = random.Random(seed)

@@ -55,8 +55,12 @@ def match_field(question: str, fields: Iterable[str], version: SimVersion = "v1"
 
 @lru_cache(maxsize=4096)
 def phrase_answer(field: str, value) -> str:
-    """The user's answer revealing ``field = value``, ending in ".", "!" or "?"."""
-    text = FIELDS[field].phrasing.format(value=value)
+    """The user's answer revealing ``field = value``, ending in ".", "!" or "?".
+
+    The formatted text is stripped first, as published, so a scenario-file value with surrounding
+    spaces (" cloud ") gives "Deploy to  cloud." and never a space before the full stop.
+    """
+    text = FIELDS[field].phrasing.format(value=value).strip()
     return text if text.endswith((".", "!", "?")) else text + "."
 
 

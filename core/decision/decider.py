@@ -36,16 +36,28 @@ class RequestTooLong(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Token limits of a request; the published model cut silently at 1536 / 448."""
+    """Token limits of a request, counted as published (the published model cut silently at these)."""
 
-    max_prefix_tokens: int = 1536
-    """Prefix = "User: Context:" header + state + blank line (+ BOS if any)."""
+    max_state_tokens: int = 1536
+    """Tokens of the stripped state text alone (not the "User: Context:" header, blank line or BOS)."""
     max_suffix_tokens: int = 448
-    """One question's suffix: question, lettered options and answer cue."""
+    """One question's suffix: question, lettered options and answer cue (published max_question_tokens)."""
     question_chunk: int = 8
     """Shared path: questions per batched forward (bounds memory)."""
     packed_chunk_tokens: int = 256
     """Packed path: suffix tokens per forward (bounds the mask and activations)."""
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """One part of a request over its token limit."""
+
+    part: str
+    """``"state"``, or the question's qid (its index as a string when it has none)."""
+    tokens: int
+    """Its tokens: state tokens alone, or the question's whole suffix."""
+    limit: int
+    """The most this part may have (the state's shrinks so the longest suffix fits the positions)."""
 
 
 @dataclass
@@ -56,18 +68,24 @@ class Request:
     suffixes: list[list[int]]
     n_options: list[int]
     truncations: list[Truncation | None]
+    state_tokens: int = 0
+    """Tokens of the (possibly cut) state alone, as the limit counts them."""
 
 
 class Decider:
     """Letter-readout decisions over any causal-LM body plus its 26 letter rows."""
 
-    def __init__(self, body, rows: torch.Tensor, tokenizer, *, prepend_bos: bool = False,
-                 limits: Limits = Limits(), cost: CostModel | None = None):
+    def __init__(self, body, rows: torch.Tensor, tokenizer, *, bias: torch.Tensor | None = None,
+                 prepend_bos: bool = False, limits: Limits = Limits(), cost: CostModel | None = None):
         self.body = body.eval()
         self.device = next(body.parameters()).device
         self.rows = rows.detach().float().to(self.device)
         if tuple(self.rows.shape) != (26, body.config.hidden_size):
             raise ValueError(f"letter rows must be (26, {body.config.hidden_size}), got {tuple(self.rows.shape)}")
+        self.bias = None if bias is None else bias.detach().float().to(self.device)
+        """Optional per-letter logit bias [26] (a published decision head may carry one)."""
+        if self.bias is not None and tuple(self.bias.shape) != (26,):
+            raise ValueError(f"letter bias must be (26,), got {tuple(self.bias.shape)}")
         self.tokenizer = tokenizer
         self.letter_ids = letter_token_ids(tokenizer)
         self.prepend_bos = prepend_bos
@@ -88,64 +106,71 @@ class Decider:
 
     # ---- requests
 
+    def overruns(self, state: str | Mapping[str, Any], questions: Sequence[Question]) -> list[Overrun]:
+        """Which parts of a request exceed the limits, with their counts (empty: it fits).
+
+        The one accounting of the limits: ``tokenize`` refuses by it and the Decisions tab reports it.
+        """
+        text = render_state(state).strip()
+        suffixes = [encode(self.tokenizer, render_suffix(q.text, q.options)) for q in questions]
+        return self._overruns(text, encode(self.tokenizer, text), suffixes, questions)
+
+    def _overruns(self, text, state_ids, suffixes, questions) -> list[Overrun]:
+        header = len(self._prefix(text)) - len(state_ids)  # "User: Context:\n", "\n\n", BOS
+        s_lim = min(self.limits.max_state_tokens, self.max_positions - header - max(map(len, suffixes), default=0))
+        out = [Overrun("state", len(state_ids), s_lim)] if len(state_ids) > s_lim else []
+        return out + [Overrun(_part(q, i), len(s), self.limits.max_suffix_tokens)
+                      for i, (q, s) in enumerate(zip(questions, suffixes)) if len(s) > self.limits.max_suffix_tokens]
+
+    def _prefix(self, text: str) -> list[int]:
+        bos = [self.tokenizer.bos_token_id] if self.prepend_bos else []
+        return bos + encode(self.tokenizer, render_prefix(text))
+
     def tokenize(self, state: str | Mapping[str, Any], questions: Sequence[Question], *,
                  truncate: bool = False) -> Request:
         """Tokenize prefix and suffixes, check the seam, enforce (or apply) the limits."""
         if not questions:
             raise QuestionError("no questions were given")
         text = render_state(state).strip()
-        bos = [self.tokenizer.bos_token_id] if self.prepend_bos else []
-        prefix = bos + encode(self.tokenizer, render_prefix(text))
+        state_ids = encode(self.tokenizer, text)
         suffixes = [encode(self.tokenizer, render_suffix(q.text, q.options)) for q in questions]
-        lim = self.limits
-        p_lim = min(lim.max_prefix_tokens, self.max_positions - max(len(s) for s in suffixes))
-        too_long = [i for i, s in enumerate(suffixes) if len(s) > lim.max_suffix_tokens]
-        if (len(prefix) > p_lim or too_long) and not truncate:
-            raise RequestTooLong(self._too_long_message(prefix, p_lim, suffixes, too_long, questions))
-        removed_state = 0
-        if len(prefix) > p_lim:
-            prefix, removed_state = self._cut_state(text, bos, p_lim)
-        cuts = [0] * len(questions)
-        for i in too_long:
-            suffixes[i], cuts[i] = self._cut_question(questions[i])
-        check_seam(self.tokenizer, self.tokenizer.decode(prefix[len(bos):]), render_suffix(questions[0].text, questions[0].options))
+        over = self._overruns(text, state_ids, suffixes, questions)
+        if over and not truncate:
+            raise RequestTooLong(_too_long_message(over))
+        removed_state, cuts = 0, [0] * len(questions)
+        for o in over:
+            if o.part == "state":
+                if o.limit < 1:
+                    raise RequestTooLong(f"the questions alone fill the model's {self.max_positions} positions")
+                text = self.tokenizer.decode(state_ids[-o.limit:]).strip()
+                removed_state = max(1, len(state_ids) - len(encode(self.tokenizer, text)))
+        for i, q in enumerate(questions):
+            if len(suffixes[i]) > self.limits.max_suffix_tokens:
+                new = self._cut_question(q)
+                suffixes[i], cuts[i] = new, len(suffixes[i]) - len(new)
+        prefix = self._prefix(text)
+        check_seam(self.tokenizer, render_prefix(text), render_suffix(questions[0].text, questions[0].options))
         truncs = [Truncation(state_tokens_removed=removed_state, question_tokens_removed=c)
                   if removed_state or c else None for c in cuts]
-        return Request(prefix, suffixes, [len(q.options) for q in questions], truncs)
+        n_state = len(encode(self.tokenizer, text)) if removed_state else len(state_ids)
+        return Request(prefix, suffixes, [len(q.options) for q in questions], truncs, n_state)
 
-    def _too_long_message(self, prefix, p_lim, suffixes, too_long, questions) -> str:
-        parts = []
-        if len(prefix) > p_lim:
-            parts.append(f"the state prefix is {len(prefix)} tokens, limit {p_lim}")
-        for i in too_long:
-            name = questions[i].qid if questions[i].qid is not None else i
-            parts.append(f"question {name!r} is {len(suffixes[i])} tokens, limit {self.limits.max_suffix_tokens}")
-        return ("request too long: " + "; ".join(parts) + ". Pass truncate=True to cut it (the state keeps "
-                "its end, a question keeps its start, options are never cut; each answer then says so).")
-
-    def _cut_state(self, text: str, bos: list[int], limit: int) -> tuple[list[int], int]:
-        full = len(bos) + len(encode(self.tokenizer, render_prefix(text)))
-        ids = encode(self.tokenizer, text)
-        keep = len(ids) - (full - limit)
-        while keep > 0:
-            prefix = bos + encode(self.tokenizer, render_prefix(self.tokenizer.decode(ids[-keep:])))
-            if len(prefix) <= limit:
-                return prefix, full - len(prefix)
-            keep -= len(prefix) - limit
-        raise RequestTooLong(f"the prompt header alone exceeds the prefix limit of {limit} tokens")
-
-    def _cut_question(self, q: Question) -> tuple[list[int], int]:
-        full = len(encode(self.tokenizer, render_suffix(q.text, q.options)))
-        ids = encode(self.tokenizer, q.text.strip())
-        keep = len(ids) - (full - self.limits.max_suffix_tokens)
-        while keep > 0:
-            suffix = encode(self.tokenizer, render_suffix(self.tokenizer.decode(ids[:keep]), q.options))
-            if len(suffix) <= self.limits.max_suffix_tokens:
-                return suffix, full - len(suffix)
-            keep -= len(suffix) - self.limits.max_suffix_tokens
-        name = q.qid if q.qid is not None else q.text[:30]
-        raise RequestTooLong(f"question {name!r}: its options alone exceed {self.limits.max_suffix_tokens} tokens; "
-                             "options are never cut")
+    def _cut_question(self, q: Question) -> list[int]:
+        """The published rule: cut the question's text from its start (its end is kept) until the
+        suffix fits; the options block and the answer cue are never cut. Pieces can merge at the
+        seams after a cut, so the cut repeats (a few rounds) until it fits."""
+        limit, text = self.limits.max_suffix_tokens, q.text.strip()
+        fixed = len(encode(self.tokenizer, render_suffix("", q.options)))
+        for _ in range(8):
+            suffix = encode(self.tokenizer, render_suffix(text, q.options))
+            if len(suffix) <= limit:
+                return suffix
+            ids = encode(self.tokenizer, text)
+            if limit - fixed < 1 or not ids:
+                break
+            text = self.tokenizer.decode(ids[-min(limit - fixed, len(ids) - 1):]).strip()
+        raise RequestTooLong(f"question {_part(q, q.text[:30])!r}: its options alone exceed {limit} tokens "
+                             f"({fixed} without any question text); options are never cut")
 
     # ---- answers
 
@@ -177,7 +202,7 @@ class Decider:
                                                       req.truncations[i])) for i, t in enumerate(typed)}
         removed = max((t.state_tokens_removed for t in req.truncations if t), default=0)
         usage = {"input_tokens": len(req.prefix) + sum(len(s) for s in req.suffixes),
-                 "state_tokens": len(req.prefix), "state_truncated": removed > 0,
+                 "state_tokens": req.state_tokens, "prefix_tokens": len(req.prefix), "state_truncated": removed > 0,
                  "state_tokens_removed": removed, "questions": len(typed), "path": chosen}
         return {"answers": answers, "usage": usage}
 
@@ -193,7 +218,7 @@ class Decider:
         if path not in PATHS:
             raise ValueError(f"unknown path {path!r}; expected 'auto' or one of {list(PATHS)}")
         hidden = {"reference": self._reference, "shared": self._shared, "packed": self._packed}[path](req)
-        return torch.softmax(readout(hidden, self.rows, req.n_options), dim=-1)
+        return torch.softmax(readout(hidden, self.rows, req.n_options, self.bias), dim=-1)
 
     # ---- the three paths; each returns final hidden states [questions, hidden] at the readout tokens
 
@@ -241,6 +266,17 @@ class Decider:
                 kv = [(layer.keys[:, :, :p], layer.values[:, :, :p]) for layer in cache.layers]
             out.append(h[0, last])
         return torch.cat(out)
+
+
+def _part(q: Question, index) -> str:
+    return str(q.qid) if q.qid is not None else str(index)
+
+
+def _too_long_message(over: list[Overrun]) -> str:
+    parts = [f"the state is {o.tokens} tokens, limit {o.limit}" if o.part == "state"
+             else f"question {o.part!r} is {o.tokens} tokens, limit {o.limit}" for o in over]
+    return ("request too long: " + "; ".join(parts) + ". Pass truncate=True to cut it as published (the state "
+            "keeps its end, a question's text keeps its end, options are never cut; each answer then says so).")
 
 
 def _token_chunks(suffixes: list[list[int]], budget: int) -> list[list[list[int]]]:

@@ -119,9 +119,10 @@ class Truncation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     state_tokens_removed: int = 0
-    """Tokens dropped from the start of the state (the end is kept)."""
+    """State tokens dropped from its start (the last ``max_state_tokens`` are kept, as published)."""
     question_tokens_removed: int = 0
-    """Tokens dropped from the end of this question's text (options are never cut)."""
+    """Suffix tokens dropped from the start of this question's text (as published: its end is kept;
+    options and the answer cue are never cut)."""
 
 
 class Answer(BaseModel):

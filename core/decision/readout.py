@@ -57,9 +57,11 @@ def mask_options(logits: torch.Tensor, n_options) -> torch.Tensor:
     return torch.where(keep, logits, torch.full_like(logits, MASKED_LOGIT))
 
 
-def readout(hidden: torch.Tensor, rows: torch.Tensor, n_options) -> torch.Tensor:
-    """fp32 letter logits from final hidden states [batch, hidden], masked beyond each option count."""
-    return mask_options(hidden.float() @ rows.float().T, n_options)
+def readout(hidden: torch.Tensor, rows: torch.Tensor, n_options, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """fp32 letter logits from final hidden states [batch, hidden] (plus an optional [26] bias),
+    masked beyond each option count."""
+    logits = hidden.float() @ rows.float().T
+    return mask_options(logits if bias is None else logits + bias.float(), n_options)
 
 
 def option_logits(

@@ -277,7 +277,7 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
             raise LiveError("type a question first")
         call = ToolCall(name=tool, arguments={"question": text.strip()})
     elif tool == "propose_plan":
-        plan, error = parse_plan(text)
+        plan, error = parse_plan(text, session.env.rubric)
         if plan is None:
             raise LiveError(f"the plan must be a JSON object such as {{\"date\": \"today\"}}: {error}")
         call = ToolCall(name=tool, arguments={"plan": text.strip()})

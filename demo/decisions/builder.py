@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from core.decision.prompt import encode, render_prefix, render_suffix
 from core.decision.questions import PRIMITIVES, Choice, QuestionError, render_state, typed_question
 
 CLOSE_MARGIN = 0.10
@@ -155,25 +154,17 @@ def record_rows(state: str | Mapping[str, Any]) -> list[list[str]]:
 def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[str, dict]) -> dict[str, str]:
     """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
 
-    Mirrors ``Decider.tokenize``'s accounting (prefix with optional BOS; each question's suffix;
-    the prefix limit shrinks so the longest suffix still fits the model's positions).
+    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits.
     """
-    tok, lim = decider.tokenizer, decider.limits
-    text = render_state(state).strip()
-    prefix = len(encode(tok, render_prefix(text))) + (1 if decider.prepend_bos else 0)
+    typed = [typed_question(str(qid), spec).question for qid, spec in questions.items()]
     errors: dict[str, str] = {}
-    longest = 0
-    for qid, spec in questions.items():
-        q = typed_question(qid, spec).question
-        n = len(encode(tok, render_suffix(q.text, q.options)))
-        longest = max(longest, n)
-        if n > lim.max_suffix_tokens:
-            errors[qid] = (f"this question and its options are {n} tokens; the model takes at most "
-                           f"{lim.max_suffix_tokens} per question")
-    p_lim = min(lim.max_prefix_tokens, decider.max_positions - longest)
-    if prefix > p_lim:
-        errors["state"] = (f"the state is {prefix} tokens with the prompt header; this model takes at most "
-                           f"{p_lim}. Shorten it (nothing is cut silently).")
+    for o in decider.overruns(state, typed):
+        if o.part == "state":
+            errors["state"] = (f"the state is {o.tokens} tokens; this model takes at most {o.limit}. "
+                               "Shorten it (nothing is cut silently).")
+        else:
+            errors[o.part] = (f"this question and its options are {o.tokens} tokens; the model takes at most "
+                              f"{o.limit} per question")
     return errors
 
 

