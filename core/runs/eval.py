@@ -13,9 +13,11 @@ import json
 import random
 import shlex
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from core.clarify.endpoint_policy import EndpointError
 from core.clarify.environment import ClarifyEnv
 from core.runs.episode_log import read_episodes, write_episodes
 from core.clarify.policies import SCRIPTED, Policy, make_policy
@@ -70,6 +72,9 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
 
         bar = tqdm(total=len(scenarios) * samples, desc=policy.name, unit="ep", file=sys.stderr)
     batched = batch_samples and hasattr(policy, "play_batch")
+    workers = getattr(policy, "concurrency", 1)
+    if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
+        return _play_concurrently(policy, scenarios, samples, workers, bar, rubric=rubric, seed=seed)
     episodes = []
     for scenario in scenarios:
         if batched:
@@ -78,6 +83,21 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
             episodes += [play_episode(policy, scenario, sample=k, rubric=rubric, seed=seed) for k in range(samples)]
         if bar is not None:
             bar.update(samples)
+    if bar is not None:
+        bar.close()
+    return episodes
+
+
+def _play_concurrently(policy: Policy, scenarios: Sequence[Scenario], samples: int, workers: int, bar, *,
+                       rubric: RubricVersion, seed: int) -> list[Episode]:
+    """run_eval's episodes with up to ``workers`` in flight (each has its own env and stream)."""
+    jobs = [(s, k) for s in scenarios for k in range(samples)]
+    episodes = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for episode in pool.map(lambda job: play_episode(policy, job[0], sample=job[1], rubric=rubric, seed=seed), jobs):
+            episodes.append(episode)
+            if bar is not None:
+                bar.update(1)
     if bar is not None:
         bar.close()
     return episodes
@@ -111,7 +131,8 @@ def _run_parser() -> argparse.ArgumentParser:
         description="Play a policy over a scenario set; write DIR/episodes.jsonl and DIR/summary.json. "
         "Compare two runs with: python -m core.runs.eval compare DIR_A DIR_B [--json OUT].")
     p.add_argument("--policy", required=True,
-                   help=f"scripted policy ({', '.join(SCRIPTED)}) or model:PATH for a chat checkpoint")
+                   help=f"scripted policy ({', '.join(SCRIPTED)}), model:PATH for a chat checkpoint, or "
+                   "openai:BASE_URL#MODEL for an OpenAI-compatible endpoint (key from $OPENAI_API_KEY)")
     p.add_argument("--scenarios", required=True, help=f"scenario set: {SPEC_HELP}")
     p.add_argument("--limit", type=int, default=None, help="play only the first N scenarios of the set")
     p.add_argument("--samples", type=int, default=1, help="episodes per scenario (K); the CI then resamples scenarios")
@@ -123,6 +144,10 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None, help="model policies: token limit per turn (default: the policy's)")
     p.add_argument("--batch-samples", action="store_true",
                    help="model policies: play a scenario's K samples as one batch (faster; seeded per scenario)")
+    p.add_argument("--concurrency", type=int, default=8, help="endpoint policies: episodes in flight at once")
+    p.add_argument("--timeout", type=float, default=60.0, help="endpoint policies: seconds per request")
+    p.add_argument("--retries", type=int, default=3,
+                   help="endpoint policies: retries of a request after 429/5xx/timeouts/refusals (backoff 0.5 s, doubling)")
     p.add_argument("--out", required=True, help="run directory to write (created if missing)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar (shown on stderr for long runs)")
     return p
@@ -157,15 +182,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         scenarios = load_scenarios(args.scenarios, args.limit)
         generation = Generation(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
-        policy = make_policy(args.policy, generation=generation)
+        options = ({"concurrency": args.concurrency, "timeout_s": args.timeout, "retries": args.retries}
+                   if args.policy.startswith("openai:") else {})
+        policy = make_policy(args.policy, generation=generation, **options)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not scenarios:
         print(f"error: scenario set {args.scenarios!r} (limit {args.limit}) is empty", file=sys.stderr)
         return 2
-    episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
-                        progress=not args.no_progress, batch_samples=args.batch_samples)
+    try:
+        episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
+                            progress=not args.no_progress, batch_samples=args.batch_samples)
+    except EndpointError as exc:  # a misconfigured endpoint fails the run, never a silent fallback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     command = shlex.join(["python", "-m", "core.runs.eval", *argv])
     summary = summarize(episodes, policy=args.policy, scenarios=args.scenarios, samples=args.samples,
                         seed=args.seed, limit=args.limit, command=command)
