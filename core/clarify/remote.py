@@ -8,6 +8,7 @@ remote episode unchanged; ``play_remote`` is ``core.runs.eval.play_episode`` ove
 
 import functools
 import random
+import threading
 from typing import Any
 
 from core.clarify.rubrics import RubricVersion
@@ -34,6 +35,28 @@ def connect(base_url: str, *, message_timeout_s: float = 60.0):
     """A synchronous client for one session at ``base_url`` (http://host:port); close it when done."""
     client = client_class()(base_url=base_url, message_timeout_s=message_timeout_s).sync()
     return client.connect()
+
+
+class SessionPool:
+    """One open session per thread at one server, opened on first use (eval's worker threads)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._local, self._open, self._lock = threading.local(), [], threading.Lock()
+
+    def client(self):
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = connect(self.url)
+            with self._lock:
+                self._open.append(client)
+        return client
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._open:
+                client.close()
+            self._open.clear()
 
 
 def served_episode(client) -> Episode:

@@ -258,3 +258,14 @@ def test_message_cap_and_rubric_are_checked_when_built():
         create_service_app("v1", max_sessions=0)
     with pytest.raises(ValueError, match="max_message_bytes"):
         server_config(None, "127.0.0.1", 1, max_message_bytes=10)
+
+
+def test_eval_cli_with_env_url_writes_the_in_process_run(url, tmp_path, capsys):
+    from core.runs.eval import main as eval_main, read_run, run_eval
+
+    args = ["--policy", "random", "--scenarios", "clarifyrl-heldout", "--limit", "6", "--samples", "2", "--seed", "3"]
+    assert eval_main([*args, "--env-url", url, "--out", str(tmp_path / "served")]) == 0
+    local = run_eval("random", PUBLISHED_50[:6], samples=2, seed=3)
+    assert read_run(tmp_path / "served") == local
+    assert eval_main([*args, "--env-url", url, "--rubric", "v2", "--out", str(tmp_path / "v2")]) == 2
+    assert "scores with rubric v1, not v2" in capsys.readouterr().err
