@@ -2,8 +2,8 @@
 
 ``connect(url)`` opens a session with openenv-core's own client (``MCPToolClient`` whose ``state()``
 reads our episode); ``RemoteEnv`` gives a policy the attributes it reads from a ``ClarifyEnv``
-(scenario, rubric, step, done, steps, questions_asked, turns), so every scripted policy plays a
-remote episode unchanged; ``play_remote`` is ``core.runs.eval.play_episode`` over the wire.
+(scenario, rubric, step, done, steps, questions_asked, turns), so every policy plays a remote
+episode unchanged (a turn with no call, which the wire cannot carry, is finished locally); ``play_remote`` is ``core.runs.eval.play_episode`` over the wire.
 """
 
 import functools
@@ -11,6 +11,7 @@ import random
 import threading
 from typing import Any
 
+from core.clarify.environment import ClarifyEnv
 from core.clarify.rubrics import RubricVersion
 from core.records import Episode, Generation, Scenario, ToolCall, Turn
 
@@ -78,6 +79,7 @@ class RemoteEnv:
         self.steps = 0
         self.questions_asked = 0
         self.done = False
+        self._local: ClarifyEnv | None = None
         client.reset(task_id=scenario.id)
         state = client.state()
         if state.rubric != rubric:
@@ -90,7 +92,7 @@ class RemoteEnv:
         from openenv.core.env_server.mcp_types import CallToolAction
 
         if call is None:
-            raise ValueError(f"a served episode takes tool calls only; this turn had none ({parse_error})")
+            return self._end_unparseable(raw, parse_error)
         answer = self.client.step(CallToolAction(tool_name=call.name, arguments=call.arguments))
         obs = answer.observation
         if getattr(obs, "error", None) is not None:
@@ -109,9 +111,27 @@ class RemoteEnv:
         self.done = bool(answer.done)
         return turn
 
+    def _end_unparseable(self, raw: str, parse_error: str | None) -> Turn:
+        """A turn with no call cannot go over the wire (the protocol has only tool calls), so the
+        episode is finished here by the same environment code: the served calls replayed on a
+        local ``ClarifyEnv`` (deterministic, so it reaches the server's state), then this turn."""
+        if self._local is None:
+            self._local = ClarifyEnv(self.scenario, self.rubric)
+            for turn in self.turns:
+                self._local.step(turn.call, turn.raw, turn.parse_error)
+            if [t.result for t in self._local.turns] != [t.result for t in self.turns]:
+                raise RuntimeError("replaying the served calls locally gave other results: versions differ?")
+        turn = self._local.step(None, raw, parse_error)
+        if not self.done:
+            self.steps += 1
+            self.turns.append(turn)
+        self.done = True
+        return turn
+
     def episode(self, policy: str, sample: int = 0, generation: Generation | None = None) -> Episode:
-        """The service's record of this episode, under this client's policy name."""
-        episode = served_episode(self.client)
+        """The service's record of this episode, under this client's policy name (or, after a turn
+        with no call, the local replay's record)."""
+        episode = served_episode(self.client) if self._local is None else self._local.episode("service")
         update: dict[str, Any] = {"policy": policy, "sample": sample}
         if generation is not None:
             update["generation"] = generation

@@ -142,6 +142,25 @@ def test_a_fresh_session_has_no_episode(client):
         served_episode(client)
 
 
+class AskThenBabble:
+    """A test double: one question, then a turn with no tool call (what a weak model does)."""
+
+    name = "babble"
+
+    def play(self, env, rng):
+        from core.clarify.policies import act
+
+        act(env, "ask_question", question="How many guests are coming?")
+        env.step(None, raw="I think so", parse_error="no tool call found")
+
+
+def test_a_turn_without_a_call_ends_the_served_episode_as_in_process(client):
+    scenario = PUBLISHED_50[1]
+    served = play_remote(AskThenBabble(), scenario, client, episode_rng(0, scenario, 0))
+    assert served == play_episode(AskThenBabble(), scenario)
+    assert served.termination == "unparseable" and len(served.turns) == 2
+
+
 def test_a_served_episode_refuses_another_rubric(client):
     with pytest.raises(ValueError, match="rubric v1, not v2"):
         RemoteEnv(client, PUBLISHED_50[0], "v2")
