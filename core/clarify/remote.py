@@ -3,7 +3,9 @@
 ``connect(url)`` opens a session with openenv-core's own client (``MCPToolClient`` whose ``state()``
 reads our episode); ``RemoteEnv`` gives a policy the attributes it reads from a ``ClarifyEnv``
 (scenario, rubric, step, done, steps, questions_asked, turns), so every policy plays a remote
-episode unchanged (a turn with no call, which the wire cannot carry, is finished locally); ``play_remote`` is ``core.runs.eval.play_episode`` over the wire.
+episode unchanged (a turn with no call, which the wire cannot carry, is finished locally);
+``play_remote`` is ``core.runs.eval.play_episode`` over the wire; ``SessionPool`` keeps one
+session per thread for the eval runner.
 """
 
 import functools
