@@ -4,7 +4,8 @@ A policy drives one env until it is done: ``policy.play(env, rng)``. The scripte
 model and bound what a model can reach: ``oracle`` (knows the hidden profile, asks one revealing
 question per field), ``guess`` (asks nothing), ``ask-required`` (one plain question per required
 key), ``random``. ``model:PATH`` loads a chat model through ``core.clarify.chat_policy`` (imported lazily,
-so importing this module never pulls in torch).
+so importing this module never pulls in torch); ``openai:BASE_URL#MODEL`` plays through an
+OpenAI-compatible endpoint (``core.clarify.endpoint_policy``).
 """
 
 import random
@@ -161,14 +162,19 @@ class RandomPolicy:
 SCRIPTED = {p.name: p for p in (Oracle(), Guess(), AskRequired(), RandomPolicy())}
 
 
-def make_policy(name: str, generation: Generation | None = None) -> Policy:
-    """A scripted policy by name, or ``model:PATH`` for a chat model.
+def make_policy(name: str, generation: Generation | None = None, **endpoint_options) -> Policy:
+    """A scripted policy by name, ``model:PATH`` for a chat model, ``openai:BASE_URL#MODEL`` for an endpoint.
 
     ``model:PATH`` calls ``core.clarify.chat_policy.load_chat_policy(PATH, generation=...)``; scripted
-    policies ignore ``generation`` (they sample nothing).
+    policies ignore ``generation`` (they sample nothing); ``endpoint_options`` go to
+    ``core.clarify.endpoint_policy.EndpointPolicy`` (timeout_s, retries, backoff_s, concurrency).
     """
     if name in SCRIPTED:
         return SCRIPTED[name]
+    if name.startswith("openai:"):
+        from core.clarify.endpoint_policy import make_endpoint_policy
+
+        return make_endpoint_policy(name, generation, **endpoint_options)
     if name.startswith("model:"):
         path = name[len("model:"):]
         if not path:
@@ -176,4 +182,5 @@ def make_policy(name: str, generation: Generation | None = None) -> Policy:
         from core.clarify.chat_policy import load_chat_policy  # lazy: scripted policies need no torch
 
         return load_chat_policy(path, generation=generation)
-    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCRIPTED)} or model:PATH")
+    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCRIPTED)}, model:PATH "
+                     "or openai:BASE_URL#MODEL")

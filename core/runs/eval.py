@@ -13,9 +13,11 @@ import json
 import random
 import shlex
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from core.clarify.endpoint_policy import EndpointError
 from core.clarify.environment import ClarifyEnv
 from core.runs.episode_log import read_episodes, write_episodes
 from core.clarify.policies import SCRIPTED, Policy, make_policy
@@ -34,8 +36,14 @@ def episode_rng(seed: int, scenario: Scenario, sample: int) -> random.Random:
 
 
 def play_episode(policy: Policy, scenario: Scenario, *, sample: int = 0, rubric: RubricVersion = "v1",
-                 seed: int = 0) -> Episode:
-    """One complete scored episode of ``policy`` on ``scenario``."""
+                 seed: int = 0, sessions=None) -> Episode:
+    """One complete scored episode of ``policy`` on ``scenario`` (on a served environment when
+    ``sessions``, a ``core.clarify.remote.SessionPool``, is given)."""
+    if sessions is not None:
+        from core.clarify.remote import play_remote
+
+        return play_remote(policy, scenario, sessions.client(), episode_rng(seed, scenario, sample),
+                           sample=sample, rubric=rubric)
     env = ClarifyEnv(scenario, rubric)
     policy.play(env, episode_rng(seed, scenario, sample))
     if not env.done:
@@ -54,8 +62,12 @@ def play_samples(policy: Policy, scenario: Scenario, samples: int, *, rubric: Ru
 
 
 def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: int = 1, rubric: RubricVersion = "v1",
-             seed: int = 0, progress: bool = False, batch_samples: bool = False) -> list[Episode]:
+             seed: int = 0, progress: bool = False, batch_samples: bool = False,
+             env_url: str | None = None) -> list[Episode]:
     """Play every scenario ``samples`` times; episodes in scenario order, samples adjacent.
+
+    ``env_url`` plays against a served environment (``python -m core.clarify.serve``), one session
+    per worker thread, instead of in process; the episodes are the same.
 
     ``batch_samples`` plays a scenario's samples as one batch when the policy can (chat models):
     several times faster on CPU, seeded per scenario rather than per episode.
@@ -70,16 +82,53 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
 
         bar = tqdm(total=len(scenarios) * samples, desc=policy.name, unit="ep", file=sys.stderr)
     batched = batch_samples and hasattr(policy, "play_batch")
+    if batched and env_url:
+        raise ValueError("--batch-samples plays in process; it cannot be combined with --env-url")
+    sessions = None
+    if env_url:
+        from core.clarify.remote import SessionPool
+
+        sessions = SessionPool(env_url)
+    try:
+        return _play_all(policy, scenarios, samples, bar, batched, sessions, rubric=rubric, seed=seed)
+    finally:
+        if sessions is not None:
+            sessions.close()
+        if bar is not None:
+            bar.close()
+
+
+def _play_all(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: bool, sessions, *,
+              rubric: RubricVersion, seed: int) -> list[Episode]:
+    workers = getattr(policy, "concurrency", 1)
+    if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
+        return _play_concurrently(policy, scenarios, samples, workers, bar, sessions, rubric=rubric, seed=seed)
     episodes = []
     for scenario in scenarios:
         if batched:
             episodes += play_samples(policy, scenario, samples, rubric=rubric, seed=seed)
         else:
-            episodes += [play_episode(policy, scenario, sample=k, rubric=rubric, seed=seed) for k in range(samples)]
+            episodes += [play_episode(policy, scenario, sample=k, rubric=rubric, seed=seed, sessions=sessions)
+                         for k in range(samples)]
         if bar is not None:
             bar.update(samples)
-    if bar is not None:
-        bar.close()
+    return episodes
+
+
+def _play_concurrently(policy: Policy, scenarios: Sequence[Scenario], samples: int, workers: int, bar,
+                       sessions, *, rubric: RubricVersion, seed: int) -> list[Episode]:
+    """run_eval's episodes with up to ``workers`` in flight (each has its own env and stream)."""
+    jobs = [(s, k) for s in scenarios for k in range(samples)]
+    episodes = []
+
+    def one(job):
+        return play_episode(policy, job[0], sample=job[1], rubric=rubric, seed=seed, sessions=sessions)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for episode in pool.map(one, jobs):
+            episodes.append(episode)
+            if bar is not None:
+                bar.update(1)
     return episodes
 
 
@@ -111,7 +160,8 @@ def _run_parser() -> argparse.ArgumentParser:
         description="Play a policy over a scenario set; write DIR/episodes.jsonl and DIR/summary.json. "
         "Compare two runs with: python -m core.runs.eval compare DIR_A DIR_B [--json OUT].")
     p.add_argument("--policy", required=True,
-                   help=f"scripted policy ({', '.join(SCRIPTED)}) or model:PATH for a chat checkpoint")
+                   help=f"scripted policy ({', '.join(SCRIPTED)}), model:PATH for a chat checkpoint, or "
+                   "openai:BASE_URL#MODEL for an OpenAI-compatible endpoint (key from $OPENAI_API_KEY)")
     p.add_argument("--scenarios", required=True, help=f"scenario set: {SPEC_HELP}")
     p.add_argument("--limit", type=int, default=None, help="play only the first N scenarios of the set")
     p.add_argument("--samples", type=int, default=1, help="episodes per scenario (K); the CI then resamples scenarios")
@@ -123,6 +173,13 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None, help="model policies: token limit per turn (default: the policy's)")
     p.add_argument("--batch-samples", action="store_true",
                    help="model policies: play a scenario's K samples as one batch (faster; seeded per scenario)")
+    p.add_argument("--env-url", default=None,
+                   help="play against a served environment (python -m core.clarify.serve at http://HOST:PORT) "
+                   "instead of in process; the server's --rubric must match")
+    p.add_argument("--concurrency", type=int, default=8, help="endpoint policies: episodes in flight at once")
+    p.add_argument("--timeout", type=float, default=60.0, help="endpoint policies: seconds per request")
+    p.add_argument("--retries", type=int, default=3,
+                   help="endpoint policies: retries of a request after 429/5xx/timeouts/refusals (backoff 0.5 s, doubling)")
     p.add_argument("--out", required=True, help="run directory to write (created if missing)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar (shown on stderr for long runs)")
     return p
@@ -157,15 +214,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         scenarios = load_scenarios(args.scenarios, args.limit)
         generation = Generation(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
-        policy = make_policy(args.policy, generation=generation)
+        options = ({"concurrency": args.concurrency, "timeout_s": args.timeout, "retries": args.retries}
+                   if args.policy.startswith("openai:") else {})
+        policy = make_policy(args.policy, generation=generation, **options)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not scenarios:
         print(f"error: scenario set {args.scenarios!r} (limit {args.limit}) is empty", file=sys.stderr)
         return 2
-    episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
-                        progress=not args.no_progress, batch_samples=args.batch_samples)
+    try:
+        episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
+                            progress=not args.no_progress, batch_samples=args.batch_samples, env_url=args.env_url)
+    except (EndpointError, ValueError, ConnectionError) as exc:  # misconfigured endpoint or server: no fallback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     command = shlex.join(["python", "-m", "core.runs.eval", *argv])
     summary = summarize(episodes, policy=args.policy, scenarios=args.scenarios, samples=args.samples,
                         seed=args.seed, limit=args.limit, command=command)

@@ -1,0 +1,202 @@
+"""The clarify environment as an OpenEnv service: openenv-core's server, our environment inside.
+
+    python -m core.clarify.serve --rubric v1 --host 127.0.0.1 --port 8000
+
+Each WebSocket connection (``openenv.core.mcp_client.MCPToolClient``, default mode) gets its own
+``ClarifySession``; ``reset(task_id=..., seed=...)``, ``list_tools()`` and
+``call_tool(name, **arguments)`` reach it, rewards and ``done`` ride on every step, and the
+``state`` message carries the episode as our ``Episode`` record (docs/scale_out.md). openenv-core
+imports gradio when it loads, so core/ imports it only inside the functions that build a server.
+"""
+
+import argparse
+import functools
+import json
+import logging
+import sys
+from typing import Any, Sequence
+
+from core.clarify.agent import TOOL_SCHEMAS
+from core.clarify.rubrics import VERSIONS, RubricVersion
+from core.clarify.service import ClarifySession
+
+MAX_SESSIONS = 64
+"""Default cap on concurrent sessions; one more connection is refused with CAPACITY_REACHED."""
+MAX_MESSAGE_BYTES = 1 << 20
+"""Default cap on one WebSocket message (1 MiB); a larger one closes that connection (code 1009)."""
+SESSION_TIMEOUT_S = 600.0
+"""Default idle time after which a session is reaped (a client that vanished without closing)."""
+
+
+def _openenv():
+    """openenv-core's server pieces, or a clear error naming the missing package."""
+    try:
+        from fastmcp import FastMCP
+        from fastmcp.client.client import CallToolResult
+        from mcp.types import TextContent
+        from openenv.core.env_server import mcp_types, types
+        from openenv.core.env_server.http_server import create_app
+        from openenv.core.env_server.mcp_environment import MCPEnvironment
+    except ImportError as exc:
+        raise RuntimeError(f"serving needs openenv-core (pip install -r requirements.txt): {exc}") from exc
+    return FastMCP, CallToolResult, TextContent, mcp_types, types, create_app, MCPEnvironment
+
+
+@functools.lru_cache(maxsize=1)
+def service_classes() -> tuple[type, type]:
+    """(ClarifyServiceEnv, ClarifyState), built once, on first use (see the module docstring)."""
+    FastMCP, CallToolResult, TextContent, mcp_types, types, _, MCPEnvironment = _openenv()
+
+    class ClarifyState(types.State):
+        """What the ``state`` message answers: the session's episode as an ``Episode`` dict."""
+
+        scenario_id: str | None = None
+        rubric: str = "v1"
+        done: bool = False
+        episode: dict[str, Any] | None = None
+
+    class ResetObservation(types.Observation):
+        """What reset answers (MCPToolClient keeps only done/reward; the fields are for others)."""
+
+        scenario_id: str
+        rubric: str
+        task_info: dict[str, Any]
+
+    class ClarifyServiceEnv(MCPEnvironment):
+        """One session's environment; tool calls bypass FastMCP and go straight to ClarifyEnv,
+        so a bad call gets the environment's own error result rather than a framework error."""
+
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self, rubric: RubricVersion = "v1"):
+            super().__init__(FastMCP("clarify"))
+            self.session = ClarifySession(rubric)
+
+        def mcp_session(self):
+            """No FastMCP transport per connection: our tools never go through it."""
+            return _NullContext()
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None,
+                  task_id: str | None = None, **kwargs: Any):
+            if kwargs:
+                raise ValueError(f"reset takes task_id and seed; unexpected {sorted(kwargs)[:5]}")
+            return ResetObservation(done=False, reward=None, **self.session.reset(task_id, seed))
+
+        async def reset_async(self, seed: int | None = None, episode_id: str | None = None,
+                              task_id: str | None = None, **kwargs: Any):
+            return self.reset(seed, episode_id, task_id, **kwargs)
+
+        def step(self, action, timeout_s=None, **kwargs):
+            if isinstance(action, mcp_types.ListToolsAction):
+                return mcp_types.ListToolsObservation(tools=list_tools(mcp_types.Tool))
+            if isinstance(action, mcp_types.CallToolAction):
+                result, reward, done = self.session.call(action.tool_name, action.arguments)
+                wrapped = CallToolResult(
+                    content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+                    structured_content=result, meta=None, data=result, is_error="error" in result)
+                return mcp_types.CallToolObservation(tool_name=action.tool_name, result=wrapped,
+                                                     done=done, reward=reward)
+            return self._step_impl(action)
+
+        async def step_async(self, action, timeout_s=None, **kwargs):
+            return self.step(action, timeout_s)  # microseconds of pure Python: no executor hop
+
+        def _step_impl(self, action, timeout_s=None, **kwargs):
+            raise ValueError(f"unsupported action {type(action).__name__}; send list_tools or call_tool")
+
+        @property
+        def state(self):
+            s = self.session
+            episode = s.episode()
+            return ClarifyState(
+                episode_id=None if s.env is None else f"{s.env.scenario.id}#{s.episodes_started}",
+                step_count=s.steps, scenario_id=None if s.env is None else s.env.scenario.id,
+                rubric=s.rubric, done=s.done,
+                episode=None if episode is None else episode.model_dump(mode="json"))
+
+    return ClarifyServiceEnv, ClarifyState
+
+
+class _NullContext:
+    async def __aenter__(self):
+        return None
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+def list_tools(tool_cls: type) -> list:
+    """Our three tools as MCP tool specs, from ``core.clarify.agent.TOOL_SCHEMAS`` (one source)."""
+    return [tool_cls(name=t["function"]["name"], description=t["function"]["description"],
+                     input_schema=t["function"]["parameters"]) for t in TOOL_SCHEMAS]
+
+
+def create_service_app(rubric: RubricVersion = "v1", *, max_sessions: int = MAX_SESSIONS,
+                       session_timeout_s: float | None = SESSION_TIMEOUT_S):
+    """The FastAPI app openenv-core builds around our environment (``/ws``, ``/health``, ...)."""
+    if rubric not in VERSIONS:
+        raise ValueError(f"unknown rubric version {rubric!r}; expected v1 or v2")
+    if max_sessions < 1:
+        raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
+    *_, mcp_types, types, create_app, _ = _openenv()
+    env_cls, _ = service_classes()
+    config = types.ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout_s)
+    return create_app(functools.partial(env_cls, rubric=rubric), mcp_types.CallToolAction,
+                      mcp_types.CallToolObservation, env_name="clarify", concurrency_config=config)
+
+
+class _ClosedSocketFilter(logging.Filter):
+    """Drops one false alarm: openenv-core 0.3.0 closes a WebSocket that the client has already
+    closed, and uvicorn logs the resulting WebSocketDisconnect as an application error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ != "WebSocketDisconnect"
+
+
+def server_config(app, host: str, port: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES):
+    """uvicorn's config for the app: the message cap, pings that find dead peers, quiet logs."""
+    import uvicorn
+
+    if max_message_bytes < 1024:
+        raise ValueError(f"max_message_bytes must be >= 1024, got {max_message_bytes}")
+    error_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _ClosedSocketFilter) for f in error_log.filters):
+        error_log.addFilter(_ClosedSocketFilter())
+    return uvicorn.Config(app, host=host, port=port, ws_max_size=max_message_bytes,
+                          ws_ping_interval=20.0, ws_ping_timeout=20.0, log_level="warning")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m core.clarify.serve",
+                                description="Serve the clarify environment over OpenEnv (WebSocket /ws).")
+    p.add_argument("--rubric", choices=VERSIONS, default="v1", help="v1: the published behaviour; v2: corrected")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0 for other machines)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, help="concurrent sessions allowed")
+    p.add_argument("--max-message-bytes", type=int, default=MAX_MESSAGE_BYTES,
+                   help="largest WebSocket message accepted; a larger one closes the connection")
+    p.add_argument("--session-timeout", type=float, default=SESSION_TIMEOUT_S,
+                   help="seconds of inactivity after which a session is freed (0: never)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        app = create_service_app(args.rubric, max_sessions=args.max_sessions,
+                                 session_timeout_s=args.session_timeout or None)
+        config = server_config(app, args.host, args.port, max_message_bytes=args.max_message_bytes)
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    print(f"clarify environment (rubric {args.rubric}) on ws://{args.host}:{args.port}/ws "
+          f"(max {args.max_sessions} sessions, {args.max_message_bytes} bytes a message)", flush=True)
+    uvicorn.Server(config).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""One service session: what a served environment does between reset and the end of an episode.
+
+The OpenEnv server (``core.clarify.serve``) keeps one ``ClarifySession`` per client connection and
+only translates messages; everything a client can observe (results, rewards, termination) comes
+from the ``ClarifyEnv`` inside, so a served episode is the in-process episode. This module needs
+no openenv-core, so it is tested without a server.
+"""
+
+import random
+import re
+
+from core.clarify.environment import ClarifyEnv, render_call
+from core.clarify.families import DIFFICULTIES, FAMILIES
+from core.clarify.rubrics import VERSIONS, RubricVersion
+from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
+from core.records import Episode, Scenario, ToolCall, trusted
+
+SCENARIO_ID = re.compile(r"seed(\d+)_([a-z_]+)_(easy|medium|hard)")
+"""A generated scenario's id, ``seed{seed}_{family}_{difficulty}`` (the published form)."""
+NO_EPISODE = "no episode yet: call reset(task_id=..., seed=...) first"
+SERVICE_POLICY = "service"
+"""Policy name of a served episode (the server does not know who played; clients rename it)."""
+
+
+def resolve_scenario(task_id: object = None, seed: object = None, rng: random.Random | None = None) -> Scenario:
+    """The scenario a ``reset(task_id, seed)`` names.
+
+    ``task_id`` is a difficulty ("easy", "medium", "hard"; None draws one) played with ``seed``
+    (None draws one from the training seeds), or a scenario id such as
+    ``seed10000_event_planning_easy`` (then ``seed`` must be None or that id's seed).
+    """
+    rng = rng or random.Random()
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer or null, got {seed!r}")
+    if task_id is None or task_id in DIFFICULTIES:
+        difficulty = task_id if task_id is not None else rng.choice(DIFFICULTIES)
+        return generate_scenario(rng.choice(TRAIN_SEEDS) if seed is None else seed, difficulty)
+    if not isinstance(task_id, str):
+        raise ValueError(f"task_id must be a string or null, got {type(task_id).__name__}")
+    match = SCENARIO_ID.fullmatch(task_id)
+    if match is None:
+        raise ValueError(f"unknown task_id {task_id[:120]!r}; expected one of {', '.join(DIFFICULTIES)} "
+                         "or a scenario id seed{SEED}_{FAMILY}_{DIFFICULTY}")
+    id_seed, family, difficulty = int(match[1]), match[2], match[3]
+    if seed is not None and seed != id_seed:
+        raise ValueError(f"task_id {task_id!r} names seed {id_seed}, but seed={seed} was given")
+    if family not in FAMILIES:
+        raise ValueError(f"task_id {task_id!r} names unknown family {family!r}")
+    scenario = generate_scenario(id_seed, difficulty)
+    if scenario.family != family:
+        raise ValueError(f"task_id {task_id!r}: seed {id_seed} as {difficulty} draws family "
+                         f"{scenario.family!r}, not {family!r}")
+    return scenario
+
+
+class ClarifySession:
+    """A client's environment: a fresh ``ClarifyEnv`` per reset, every call forwarded to it."""
+
+    def __init__(self, rubric: RubricVersion = "v1", rng: random.Random | None = None):
+        if rubric not in VERSIONS:
+            raise ValueError(f"unknown rubric version {rubric!r}; expected v1 or v2")
+        self.rubric = rubric
+        self.env: ClarifyEnv | None = None
+        self.episodes_started = 0
+        self._rng = rng or random.Random()
+
+    def reset(self, task_id: object = None, seed: object = None) -> dict:
+        """Start a new episode; returns its scenario id and what get_task_info would say."""
+        scenario = resolve_scenario(task_id, seed, self._rng)
+        self.env = ClarifyEnv(scenario, self.rubric)
+        self.episodes_started += 1
+        return {"scenario_id": scenario.id, "rubric": self.rubric, "task_info": self.env.task_info()}
+
+    def call(self, name: str, arguments: dict) -> tuple[dict, float, bool]:
+        """One tool call -> (result, reward, done), exactly as ``ClarifyEnv.step`` answers it.
+
+        The wire layer has already checked that the name is a string and the arguments an
+        object; the environment judges the rest (unknown tool, missing argument, wrong type).
+        The raw text logged for a served call is its plain-text form, as for scripted agents.
+        """
+        if self.env is None:
+            return {"error": NO_EPISODE}, 0.0, False
+        call = trusted(ToolCall, name=name, arguments=dict(arguments))
+        turn = self.env.step(call, render_call(call))
+        return turn.result, turn.reward, self.env.done
+
+    @property
+    def done(self) -> bool:
+        return self.env is not None and self.env.done
+
+    @property
+    def steps(self) -> int:
+        return 0 if self.env is None else self.env.steps
+
+    def episode(self) -> Episode | None:
+        """The current episode's record (scored once it has ended), or None before any reset."""
+        return None if self.env is None else self.env.episode(SERVICE_POLICY)
+

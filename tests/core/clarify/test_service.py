@@ -1,0 +1,76 @@
+"""ClarifySession without a server: reset forms, forwarded calls, errors, the episode record."""
+
+import random
+
+import pytest
+
+from core.clarify.environment import ENDED, ClarifyEnv
+from core.clarify.policies import act, make_policy
+from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario, load_scenarios
+from core.clarify.service import NO_EPISODE, ClarifySession, resolve_scenario
+
+
+@pytest.mark.parametrize("task_id, seed, expected", [
+    ("easy", 3, generate_scenario(3, "easy")),  # a difficulty played with a seed
+    ("hard", 10_000, generate_scenario(10_000, "hard")),
+    ("seed10000_event_planning_medium", None, generate_scenario(10_000, "medium")),  # one of our ids
+    ("seed10000_event_planning_medium", 10_000, generate_scenario(10_000, "medium")),  # seed may repeat it
+])
+def test_reset_forms(task_id, seed, expected):
+    assert resolve_scenario(task_id, seed) == expected
+
+
+def test_missing_seed_and_difficulty_are_drawn_from_training_seeds():
+    s = resolve_scenario(None, None, random.Random(1))
+    assert s.seed in TRAIN_SEEDS and s.difficulty in ("easy", "medium", "hard")
+    assert resolve_scenario("medium", None, random.Random(1)).difficulty == "medium"
+
+
+@pytest.mark.parametrize("task_id, seed, message", [
+    ("impossible", None, "unknown task_id"),
+    ("seed10000_event_planning_easy", 7, "names seed 10000"),  # seed contradicts the id
+    ("seed10000_support_triage_easy", None, "draws family 'event_planning'"),  # family contradicts
+    ("seed10000_cooking_easy", None, "unknown family"),
+    (5, None, "task_id must be a string"),
+    ("easy", -1, "non-negative integer"),
+    ("easy", "12", "non-negative integer"),
+    ("easy", True, "non-negative integer"),
+])
+def test_bad_reset_names_what_is_wrong(task_id, seed, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_scenario(task_id, seed)
+
+
+def test_calls_before_reset_get_an_error_result_and_no_episode():
+    session = ClarifySession("v1")
+    assert session.call("get_task_info", {}) == ({"error": NO_EPISODE}, 0.0, False)
+    assert session.episode() is None and not session.done
+
+
+def test_session_answers_exactly_as_the_environment():
+    scenario = load_scenarios("clarifyrl-heldout", 1)[0]
+    calls = [("get_task_info", {}), ("nope", {}), ("ask_question", {}), ("ask_question", {"question": 3}),
+             ("ask_question", {"question": "How many guests are coming?"}),
+             ("propose_plan", {"plan": "{not json"}), ("ask_question", {"question": "late?"})]
+    for rubric in ("v1", "v2"):
+        session, env = ClarifySession(rubric), ClarifyEnv(scenario, rubric)
+        session.reset(scenario.id)
+        for name, arguments in calls:
+            result, reward, done = session.call(name, arguments)
+            turn = act(env, name, **arguments) if not env.done else None
+            if turn is None:  # after the end: the environment's own answer, nothing recorded
+                assert result == {"error": ENDED} and reward == 0.0 and done
+                continue
+            assert (result, reward, done) == (turn.result, turn.reward, env.done)
+        assert session.episode() == env.episode("service")
+
+
+def test_a_second_reset_starts_a_fresh_episode():
+    session = ClarifySession("v2")
+    session.reset("easy", 1)
+    make_policy("guess").play(session.env, random.Random(0))
+    assert session.done
+    info = session.reset("easy", 2)
+    assert not session.done and session.steps == 0 and session.episodes_started == 2
+    assert info["scenario_id"] == generate_scenario(2, "easy").id and info["rubric"] == "v2"
+    assert info["task_info"]["questions_remaining"] == 6
