@@ -2,6 +2,8 @@
 
 Two checks: every module's own import statements (read with ``ast``, lazy imports inside functions
 included), and a fresh interpreter importing every core module without gradio or trl appearing.
+openenv-core imports gradio when it loads, so ``core.clarify.serve`` and ``core.clarify.remote``
+import it only inside the functions that serve or connect: the second check keeps them to that.
 """
 
 import ast
