@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from core.decision import evalsets as evalset
+from core.decision import system_one
 from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
@@ -21,7 +22,9 @@ from demo.decisions import builder as views
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = models.DeciderCache()
-TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score / p(true)", "top-two gap"]
+TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "max p", "entropy conf.", "score / p(true)",
+                 "top-two gap"]
+"""System One's confidence (rescaled: 0 uniform, 1 one-hot) and max p (the top probability) side by side."""
 
 
 def _error(message: str | None) -> dict:
@@ -107,10 +110,11 @@ def _table(result: views.AskResult) -> pd.DataFrame:
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
             r = views.reading(qid, ans)
-            extra = ans.get("score", ans.get("p_true"))
-            out.append([key, qid, ans["choice"] + (" ⚠ close" if r.close else ""),
-                        round(ans["confidence"], 3), round(ans["entropy_confidence"], 3),
-                        "" if extra is None else round(extra, 3), round(r.margin, 3)])
+            extra, conf = ans.get("score", ans.get("noul")), ans.get("confidence")
+            out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
+                        "" if conf is None else round(conf, 3), round(ans["max_p"], 3),
+                        round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
+                        round(r.margin, 3)])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
@@ -124,7 +128,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     """Ask every shown question about the state under one or two models.
 
     Returns: state error, model error, second-model error, builder error, one error per row, the
-    answer figure, the table, the latency line and the raw typed-criteria answers.
+    answer figure, the table, the latency line and the raw System One answers.
     """
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
@@ -140,7 +144,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
 
 
 def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str) -> dict:
-    """The typed-criteria call for API users: ``Decider.score(state, questions)`` under ``model``.
+    """The System One call for API users: ``Decider.score(state, questions)`` under ``model``.
 
     The result is core's, except ``usage["path"]`` arrives as ``usage["decider_path"]``.
     """

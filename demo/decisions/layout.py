@@ -3,7 +3,7 @@
 Only components and event wiring live here; every event calls a function of
 ``demo.decisions.handlers``. Nothing loads while the layout is built: the model list is read on page
 load and a model loads on its first Ask. Named endpoints (``api_name``) let ``gradio_client`` users
-call the same functions, including ``/score`` with core's typed-criteria shape.
+call the same functions, including ``/score`` with System One's request and answer shapes.
 """
 
 import gradio as gr
@@ -87,7 +87,7 @@ def _ask_panel(models_dir: gr.State):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
             table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS)
-            with gr.Accordion("Raw answers (typed-criteria shape)", open=False):
+            with gr.Accordion("Raw answers (System One shape)", open=False):
                 raw = gr.JSON(show_label=False)
 
     model_a.change(h.model_note, [models_dir, model_a], model_note, api_name=False)
