@@ -61,13 +61,21 @@ def questions(specs: Mapping[str, Any]) -> list[SystemOneQuestion]:
         QuestionError: with ``parse_questions``' own message (every invalid question, each named),
             or, for a question it accepts that our letter readout cannot ask, a message naming it.
     """
+    return [_ours(q) for q in parse(specs)]
+
+
+def parse(specs: Mapping[str, Any]) -> list:
+    """transformers' parsed questions (``name``, ``type``, ``options``, ``descriptions``), in order.
+
+    Raises:
+        QuestionError: with ``parse_questions``' own message.
+    """
     from transformers.decision import parse_questions
 
     try:
-        parsed = parse_questions(specs, _config())
+        return parse_questions(specs, _config())
     except ValueError as err:
         raise QuestionError(str(err)) from None
-    return [_ours(q) for q in parsed]
 
 
 def question(name: str, spec: Any) -> SystemOneQuestion:
@@ -110,8 +118,8 @@ def system_one_confidence(kind: str, probs: Sequence[float]) -> float:
     raise ValueError(f"{kind!r} answers have no System One confidence")
 
 
-def answer(q: SystemOneQuestion, probs: Sequence[float], truncated: Truncation | None = None) -> dict:
-    """The System One answer to ``q`` from its option probabilities, plus our ``EXTRAS``.
+def answer(q, probs: Sequence[float], truncated: Truncation | None = None) -> dict:
+    """The System One answer to ``q`` (ours or transformers' parsed question) plus our ``EXTRAS``.
 
     ``choice`` is the most probable key (ties go to the earlier one); ``score`` is the expected
     level ``sum_i p_i * i`` (in 0..K-1, not rescaled); ``legend`` maps level keys to their criteria.
@@ -137,7 +145,7 @@ def answer(q: SystemOneQuestion, probs: Sequence[float], truncated: Truncation |
     return out
 
 
-def option_probabilities(q: SystemOneQuestion, ans: Mapping[str, Any]) -> list[float]:
+def option_probabilities(q, ans: Mapping[str, Any]) -> list[float]:
     """Option probabilities in ``q.options`` order from a System One answer (a noul gives p, 1 - p)."""
     if q.type == "noul":
         return [float(ans["noul"]), 1.0 - float(ans["noul"])]

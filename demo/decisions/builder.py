@@ -158,8 +158,11 @@ def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[s
     """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
 
     Mirrors ``Decider.tokenize``'s accounting (prefix with optional BOS; each question's suffix;
-    the prefix limit shrinks so the longest suffix still fits the model's positions).
+    the prefix limit shrinks so the longest suffix still fits the model's positions). A decision
+    model without our limits (a pipeline model, a System One endpoint) answers for its own.
     """
+    if not hasattr(decider, "limits"):
+        return {}
     tok, lim = decider.tokenizer, decider.limits
     text = render_state(state).strip()
     prefix = len(encode(tok, render_prefix(text))) + (1 if decider.prepend_bos else 0)
