@@ -11,24 +11,15 @@ so the workbench measures it exactly as it measures ours.
 """
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from core.decision import system_one
-from core.decision.questions import Answer, Question, QuestionError, make_answer
+from core.decision.questions import QuestionError
 
 GGUF_SUFFIX = ".gguf"
 
 
-def spec_of(question: Question) -> dict:
-    """Our primitive as a System One question: options are the criteria keys, shown as themselves."""
-    if question.kind == "noul":
-        return {"type": "noul", "instructions": question.text}
-    if question.kind == "score":
-        return {"type": "score", "instructions": question.text, "criteria": list(question.options)}
-    return {"type": "choice", "instructions": question.text, "criteria": dict.fromkeys(question.options)}
-
-
-class PipelineDecider:
+class PipelineDecider(system_one.SystemOneModel):
     """The Decider interface over a ``DecisionPipeline`` (no token limits of ours: the model's own)."""
 
     path_name = "pipeline"
@@ -49,27 +40,6 @@ class PipelineDecider:
         except ValueError as err:  # e.g. labels that are not single tokens for this model
             raise QuestionError(f"{self.name}: {err}") from None
         return answers, sum(int(i["input_ids"].shape[-1]) for i, _ in inputs["prompts"])
-
-    def score(self, state: Any, questions: Mapping[str, Any] | None = None, **_: Any) -> dict:
-        """A System One request -> ``{"answers", "usage"}``, answers with our extras added."""
-        state, specs = system_one.split_request(state, questions)
-        asked = system_one.parse(specs)
-        if isinstance(state, str) and not state.strip():
-            raise QuestionError("state is empty")
-        answers, tokens = self._run(state, specs)
-        out = {q.name: system_one.answer(q, system_one.option_probabilities(q, answers[q.name])) for q in asked}
-        usage = {"input_tokens": tokens, "output_tokens": 0, "questions": len(asked), "path": self.path_name}
-        return {"answers": out, "usage": usage}
-
-    def decide(self, state: Any, questions: Sequence[Question]) -> list[Answer]:
-        """Our primitives -> answers, one pipeline call for all questions about ``state``."""
-        if not questions:
-            raise QuestionError("no questions were given")
-        names = [f"q{i}" for i in range(len(questions))]
-        specs = dict(zip(names, (spec_of(q) for q in questions)))
-        answers, _ = self._run(state, specs)
-        parsed = {q.name: q for q in system_one.parse(specs)}
-        return [make_answer(q, system_one.option_probabilities(parsed[n], answers[n])) for n, q in zip(names, questions)]
 
 
 def gguf_file(folder: Path) -> str | None:

@@ -181,6 +181,53 @@ def split_request(state: Any, specs: Mapping[str, Any] | None) -> tuple[Any, Map
     return state, specs
 
 
+def spec_of(question: Question) -> dict:
+    """Our primitive as a System One question: options are the criteria keys, shown as themselves."""
+    if question.kind == "noul":
+        return {"type": "noul", "instructions": question.text}
+    if question.kind == "score":
+        return {"type": "score", "instructions": question.text, "criteria": list(question.options)}
+    return {"type": "choice", "instructions": question.text, "criteria": dict.fromkeys(question.options)}
+
+
+class SystemOneModel:
+    """The Decider interface for anything that answers System One requests (``_run``).
+
+    Subclasses answer ``_run(state, specs) -> (answers, input_tokens)`` with System One answers;
+    this class validates requests, adds our extras, and turns primitives into requests for
+    ``decide`` (calibration reports, Compare).
+    """
+
+    path_name = "system one"
+    name = ""
+
+    def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
+        raise NotImplementedError
+
+    def score(self, state: Any, questions: Mapping[str, Any] | None = None, **_: Any) -> dict:
+        """A System One request -> ``{"answers", "usage"}``, answers with our extras added."""
+        state, specs = split_request(state, questions)
+        asked = parse(specs)
+        if isinstance(state, str) and not state.strip():
+            raise QuestionError("state is empty")
+        answers, tokens = self._run(state, specs)
+        out = {q.name: {**answer(q, option_probabilities(q, answers[q.name])), **answers[q.name]} for q in asked}
+        usage = {"input_tokens": tokens, "output_tokens": 0, "questions": len(asked), "path": self.path_name}
+        return {"answers": out, "usage": usage}
+
+    def decide(self, state: Any, questions: Sequence[Question]) -> list:
+        """Our primitives -> ``Answer`` records, one request for all questions about ``state``."""
+        from core.decision.questions import make_answer
+
+        if not questions:
+            raise QuestionError("no questions were given")
+        names = [f"q{i}" for i in range(len(questions))]
+        specs = dict(zip(names, (spec_of(q) for q in questions)))
+        answers, _ = self._run(state, specs)
+        parsed = {q.name: q for q in parse(specs)}
+        return [make_answer(q, option_probabilities(parsed[n], answers[n])) for n, q in zip(names, questions)]
+
+
 def is_finite_distribution(probs: Sequence[float], tol: float = 1e-4) -> bool:
     """True when ``probs`` are finite, in [0, 1] and sum to 1 within ``tol``."""
     return all(math.isfinite(p) and -tol <= p <= 1 + tol for p in probs) and abs(sum(probs) - 1) <= tol

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from core.decision import Choice, Score, evalsets, reports, system_one
-from core.decision.pipeline import PipelineDecider, load_pipeline_decider, spec_of
+from core.decision.pipeline import PipelineDecider, load_pipeline_decider
+from core.decision.system_one import spec_of
 from core.decision.questions import QuestionError
 from demo.decisions.builder import QuestionRow, ask
 from tests.fixtures.tiny_chat import build_tiny_chat
