@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 Kind = Literal["policy", "decision"]
-Source = Literal["shipped", "hub", "local"]
+Source = Literal["shipped", "hub", "local", "url"]
+"""Where an entry lives; ``url`` is a System One endpoint (decision models only)."""
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
 

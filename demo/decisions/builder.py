@@ -220,6 +220,8 @@ class AskResult:
     """model key -> wall time of its score call."""
     errors: dict[str, str] = field(default_factory=dict)
     """``state``, ``questions``, ``model``, ``model_b`` or a qid -> message."""
+    model_errors: dict[str, str] = field(default_factory=dict)
+    """model key -> why it gave no answers (an endpoint refused, timed out, answered badly)."""
 
 
 def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: Sequence[QuestionRow]) -> AskResult:
@@ -246,7 +248,12 @@ def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: 
         return result
     for key, decider in deciders.items():
         start = time.perf_counter()
-        scored = decider.score(state, built.questions)
+        try:
+            scored = decider.score(state, built.questions)
+        except ValueError as err:  # an endpoint's failure, a pipeline model's refusal: said next to the model
+            result.seconds[key] = time.perf_counter() - start
+            result.model_errors[key] = str(err)
+            continue
         result.seconds[key] = time.perf_counter() - start
         result.answers[key], result.usage[key] = scored["answers"], scored["usage"]
     return result

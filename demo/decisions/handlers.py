@@ -6,7 +6,9 @@ followed by ``MAX_QUESTIONS`` triples (type, question, options). Loaded models l
 shared read-only by every session.
 """
 
+import html
 import json
+import re
 
 import gradio as gr
 import pandas as pd
@@ -27,9 +29,15 @@ TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "max p", "entr
 """System One's confidence (rescaled: 0 uniform, 1 one-hot) and max p (the top probability) side by side."""
 
 
+def _plain(text: str) -> str:
+    """Text for a Markdown component, shown as typed: HTML and Markdown marks escaped (an endpoint's
+    error body or a model's name is data, not markup)."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(text, quote=False))
+
+
 def _error(message: str | None) -> dict:
     """An error line next to a field (hidden when there is nothing to say)."""
-    return gr.update(value=f"⚠ {message}" if message else "", visible=bool(message))
+    return gr.update(value=f"⚠ {_plain(message)}" if message else "", visible=bool(message))
 
 
 def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
@@ -56,7 +64,7 @@ def model_choices(models_dir: str):
 
 def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
-    entry = next((e for e in models.entries(models_dir or None) if e.key == key), None)
+    entry = next((e for e in models.entries(models_dir or None) if e.key == key), None) or models.typed_entry(key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
     found = models.check(entry)
@@ -119,8 +127,8 @@ def _table(result: views.AskResult) -> pd.DataFrame:
 
 
 def _latency(result: views.AskResult) -> str:
-    parts = [f"**{k}**: {1000 * s:.0f} ms ({result.usage[k]['input_tokens']} tokens, "
-             f"{result.usage[k]['path']} path)" for k, s in result.seconds.items()]
+    parts = [f"**{_plain(k)}**: {1000 * s:.0f} ms " + (f"({result.usage[k]['input_tokens']} tokens, {result.usage[k]['path']} "
+             "path)" if k in result.usage else "(failed)") for k, s in result.seconds.items()]
     return "Latency: " + " · ".join(parts) if parts else ""
 
 
@@ -135,6 +143,9 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
         errors["model"] = "pick a decision model"
     result = views.ask(deciders if not errors else {}, state, rows_of(n, values))
     result.errors.update(errors)
+    for field_name, key in (("model", model_a), ("model_b", model_b)):
+        if key in result.model_errors:
+            result.errors.setdefault(field_name, f"{key} gave no answers: {result.model_errors[key]}")
     e = result.errors
     fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")

@@ -22,6 +22,9 @@ STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
                 "Yes/no: leave empty, or true: ... / false: ... notes.")
 
+PICKER_INFO = ("Pick one, or type a folder (our export or any HF chat model), a cached hub id, "
+               "or a System One URL http(s)://.../v1/systemone.")
+
 UPLOAD_HELP = """One labelled question per line (JSONL) or per row (CSV, same column names):
 
 ```json
@@ -71,8 +74,9 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
                 example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
-                model_a = gr.Dropdown([], label="Decision model", scale=3)
-                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3)
+                model_a = gr.Dropdown([], label="Decision model", scale=3, allow_custom_value=True,
+                                      info=PICKER_INFO, elem_id="dq-model")
+                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3, allow_custom_value=True)
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
             state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
@@ -104,8 +108,8 @@ def _ask_panel(models_dir: gr.State):
 
 def _pickers():
     with gr.Row(equal_height=True):
-        model_a = gr.Dropdown([], label="Decision model", scale=1)
-        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1)
+        model_a = gr.Dropdown([], label="Decision model", scale=1, allow_custom_value=True, info=PICKER_INFO)
+        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1, allow_custom_value=True)
     note = gr.Markdown()
     return model_a, model_b, note, _error_line()
 
@@ -165,7 +169,7 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
         demo.load(h.model_choices, folder, list(outputs), api_name="decision_models" if i == 0 else False)
 
     def score(model: str, state: str | dict, questions: dict) -> dict:
-        """Typed-criteria scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""
+        """System One scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""
         return h.score_api(str(models_dir or ""), model, state, questions)
 
     gr.api(score, api_name="score")
