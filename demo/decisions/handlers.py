@@ -64,7 +64,7 @@ def model_choices(models_dir: str):
 
 def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
-    entry = next((e for e in models.entries(models_dir or None) if e.key == key), None) or models.typed_entry(key)
+    entry = models.find(models_dir or None, key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
     found = models.check(entry)
