@@ -56,8 +56,7 @@ class LetterDecisionConfig(DecisionConfig):
         if request.get("assets"):
             raise ValueError("Images need a model whose processor handles them.")
         parsed = system_one.parse(request["questions"])
-        asked = system_one.questions(request["questions"])
-        req = self._decider.tokenize(request["state"], [q.primitive for q in asked])
+        req = self._decider.tokenize(request["state"], [system_one.from_parsed(q).primitive for q in parsed])
         prompts = []
         for q, suffix in zip(parsed, req.suffixes):
             ids = torch.tensor([req.prefix + suffix])

@@ -61,7 +61,7 @@ def questions(specs: Mapping[str, Any]) -> list[SystemOneQuestion]:
         QuestionError: with ``parse_questions``' own message (every invalid question, each named),
             or, for a question it accepts that our letter readout cannot ask, a message naming it.
     """
-    return [_ours(q) for q in parse(specs)]
+    return [from_parsed(q) for q in parse(specs)]
 
 
 def parse(specs: Mapping[str, Any]) -> list:
@@ -83,7 +83,7 @@ def question(name: str, spec: Any) -> SystemOneQuestion:
     return questions({name: spec})[0]
 
 
-def _ours(q) -> SystemOneQuestion:
+def from_parsed(q) -> SystemOneQuestion:
     text, descs = content_text(q.instructions), tuple(q.descriptions)
     if q.type == "noul":
         notes = "; ".join(f"{o} means: {content_text(d).strip()}" for o, d in zip(q.options, descs)
