@@ -154,16 +154,19 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
             *qerr, fig, _table(result), _latency(result), result.answers]
 
 
-def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str) -> dict:
+def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str | None = None) -> dict:
     """The System One call for API users: ``Decider.score(state, questions)`` under ``model``.
 
-    The result is core's, except ``usage["path"]`` arrives as ``usage["decider_path"]``.
+    ``state`` may be the whole System One request (``questions`` then empty). The result is core's,
+    except ``usage["path"]`` arrives as ``usage["decider_path"]``.
     """
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"))
     try:
-        questions = json.loads(questions) if isinstance(questions, str) else questions
+        questions = json.loads(questions) if isinstance(questions, str) and questions.strip() else questions
+        if not questions and isinstance(state, dict) and "questions" in state:  # the whole request
+            state, questions = system_one.split_request(state, None)
         out = deciders[model].score(views.parse_state(state), questions)
     except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
         raise gr.Error(str(err)) from None

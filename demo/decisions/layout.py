@@ -169,7 +169,7 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
         demo.load(h.model_choices, folder, list(outputs), api_name="decision_models" if i == 0 else False)
 
     def score(model: str, state: str | dict, questions: dict) -> dict:
-        """System One scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""
+        """System One scoring: state + {qid: {"type", "instructions", "criteria"}}, or the whole request + {}."""
         return h.score_api(str(models_dir or ""), model, state, questions)
 
     gr.api(score, api_name="score")

@@ -119,6 +119,7 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
     core = decider.score({"ticket": "charged twice"}, questions)
     core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
     assert out == core
+    assert h.score_api(models_dir, "tiny-a", {"state": {"ticket": "charged twice"}, "questions": questions}, {}) == core
     with pytest.raises(gr.Error, match="at least 2"):
         h.score_api(models_dir, "tiny-a", "s", {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x"}}})
     with pytest.raises(gr.Error, match="unknown model"):
