@@ -1,66 +1,18 @@
 """System One endpoints by URL, against a real HTTP server on 127.0.0.1 that misbehaves on request."""
 
-import json
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from core.decision import Choice, Noul, system_one
 from core.decision.endpoint import EndpointError, SystemOneEndpoint, endpoint_url
+from tests.fixtures.system_one_server import Server
 
 QUESTIONS = {
     "team": {"type": "choice", "instructions": "Which team?", "criteria": {"BIL": "billing", "SEC": "security"}},
     "page": {"type": "noul", "instructions": "Page someone now?"},
 }
 KEY = "sk-test-secret-123"
-
-
-class Server:
-    """A System One server whose answers come from a real tiny Decider, with a switch for each fault."""
-
-    def __init__(self, decider):
-        self.mode, self.seen_auth, self.decider = "ok", [], decider
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.seen_auth.append(self.headers.get("Authorization"))
-                mode = outer.mode
-                if mode == "slow":
-                    time.sleep(1.5)
-                if mode in ("500", "422"):
-                    payload = {"detail": [{"loc": ["body", "questions"], "msg": "Question 'x': bad"}]} \
-                        if mode == "422" else {"detail": "model crashed"}
-                    return self._send(int(mode), json.dumps(payload).encode())
-                if mode == "html":
-                    return self._send(200, b"<html>proxy login</html>")
-                out = outer.decider.score(body["state"], body["questions"])
-                out = {"model": body.get("model", ""), "answers": out["answers"], "usage": {"input_tokens": 7}}
-                if mode == "fewer":
-                    out["answers"].pop(next(iter(out["answers"])))
-                if mode == "shape":
-                    out["answers"]["team"]["probabilities"] = {"BIL": 0.9}
-                if mode == "noanswers":
-                    out = {"result": "ok"}
-                self._send(200, json.dumps(out).encode())
-
-            def _send(self, code, data):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/systemone"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 
 @pytest.fixture(scope="module")

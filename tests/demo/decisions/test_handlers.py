@@ -234,3 +234,22 @@ def test_a_typed_system_one_url_that_refuses_is_said_plainly_and_the_tab_keeps_w
 def test_error_lines_show_text_not_markup():
     shown = h._error("<img src=x onerror=alert(1)> [click](http://evil) *bold*")["value"]
     assert "<img" not in shown and "\\[click\\]" in shown and "\\*bold\\*" in shown
+
+
+def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally(models_dir):
+    from core.decision.evalsets import SOURCES
+    from tests.fixtures.system_one_server import Server
+
+    local = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
+    srv = Server(local)  # a real HTTP server answering from the same model
+    try:
+        out = h.calibrate(models_dir, "tiny-a", srv.url, SOURCES[0], 4, None, False)
+        assert not out[0]["visible"] and not out[1]["visible"]
+        table = out[3]
+        assert list(table.columns) == ["metric", "tiny-a", srv.url]
+        assert list(table["tiny-a"]) == list(table[srv.url])  # same probabilities, same report
+        probe = h.probe(models_dir, "tiny-a", srv.url, 20)
+        cols = list(probe[3].columns)
+        assert probe[3][cols[2]].tolist() == probe[3][cols[3]].tolist()
+    finally:
+        srv.httpd.shutdown()
