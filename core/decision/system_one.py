@@ -168,10 +168,16 @@ def probabilities_of(ans: Mapping[str, Any]) -> dict[str, float]:
 
 
 def split_request(state: Any, specs: Mapping[str, Any] | None) -> tuple[Any, Mapping[str, Any]]:
-    """``(state, questions)`` from either call form: ``score(request)`` or ``score(state, questions)``."""
+    """``(state, questions)`` from either call form: ``score(request)`` (a dict or its JSON, worded as
+    transformers' ``prepare_inputs`` words a bad one) or ``score(state, questions)``."""
     if specs is None:
+        if isinstance(state, str) and state.lstrip().startswith("{"):  # the request's JSON, as the pipeline takes it
+            try:
+                state = json.loads(state)
+            except json.JSONDecodeError as err:
+                raise QuestionError(f"the request is not valid JSON: {err.msg} at line {err.lineno}") from None
         if not isinstance(state, Mapping) or "state" not in state or "questions" not in state:
-            raise QuestionError('a System One request is {"state": ..., "questions": {name: question, ...}}')
+            raise QuestionError('A request is {"state": ..., "questions": {name: question, ...}}, as a dict or its JSON.')
         extra = set(state) - {"state", "questions", "model", "assets"}
         if extra:
             raise QuestionError(f"unknown request field(s) {sorted(extra)}")

@@ -118,6 +118,9 @@ def test_decider_score_takes_the_whole_request_and_answers_in_shape(make_decider
                                                            abs=1e-6)
     with pytest.raises(QuestionError, match="Question 'bad'"):
         decider.score({"state": "s", "questions": {"bad": {"type": "rank"}}})
+    assert decider.score(__import__("json").dumps(request)) == whole  # its JSON, as the pipeline takes it
+    with pytest.raises(QuestionError, match=r'A request is \{"state": \.\.\., "questions"'):
+        decider.score({"questions": QUESTIONS})  # no state
     with pytest.raises(QuestionError, match="unknown request field"):
         decider.score({"state": "s", "questions": QUESTIONS, "stream": True})
     assert torch.get_num_threads() == 1
