@@ -31,3 +31,16 @@ __all__ = [
     "SeamError", "check_seam", "letter_token_ids", "option_logits", "option_logprobs", "render_prompt",
     "split_prompt",
 ]
+
+
+def _register_with_transformers() -> None:
+    """Make our exports transformers decision models (``core.decision.auto_model``) when this process
+    already loaded transformers; otherwise ``import core.decision.auto_model`` does it, so importing
+    the package alone never pulls in torch (the app's start-up stays light)."""
+    import sys
+
+    if "transformers" in sys.modules:
+        import core.decision.auto_model  # noqa: F401  (registers on import)
+
+
+_register_with_transformers()

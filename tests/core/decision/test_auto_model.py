@@ -54,3 +54,17 @@ def test_bad_requests_are_refused_in_the_pipeline_with_named_questions(export_di
         pipe({"state": "s", "questions": {"bad": {"type": "rank"}}})
     with pytest.raises(ValueError, match="question 'n': a noul must be phrased as a question"):
         pipe({"state": "s", "questions": {"n": {"type": "noul", "instructions": "Page now"}}})
+
+
+def test_importing_core_decision_after_transformers_registers_our_exports(export_dir):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import transformers, core.decision\n"
+            f"pipe = transformers.pipeline('decision', model={str(export_dir)!r})\n"
+            "print(type(pipe.model).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(Path(__file__).resolve().parents[3]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "LetterReadoutForDecision"
