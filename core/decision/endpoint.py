@@ -8,6 +8,7 @@ environment variable the caller names; it is sent as a bearer token and never lo
 kept in a message or repr.
 
     model = SystemOneEndpoint("http://127.0.0.1:8000/v1/systemone", api_key_env="SYSTEMONE_KEY")
+    SystemOneEndpoint("http://127.0.0.1:8000/v1/systemone#Qwen/Qwen2.5-0.5B-Instruct")  # names the model
     model.score({"state": "...", "questions": {...}})
 """
 
@@ -53,7 +54,8 @@ class SystemOneEndpoint(system_one.SystemOneModel):
 
     def __init__(self, url: str, *, model: str = "", api_key_env: str | None = None, timeout: float = 30.0):
         self.url = endpoint_url(url)
-        self.model = model
+        self.model = model or urllib.parse.unquote(urllib.parse.urlsplit(url.strip()).fragment)
+        """The request's ``model``: a server that serves several needs it; ``URL#model`` names it too."""
         self.timeout = float(timeout)
         self.name = self.url + (f" ({model})" if model else "")
         self._key_env = api_key_env or None

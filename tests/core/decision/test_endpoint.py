@@ -27,6 +27,7 @@ def test_answers_match_the_servers_decider_and_carry_extras(server, make_decider
     monkeypatch.setenv("S1_KEY", KEY)
     remote = SystemOneEndpoint(server.url, model="m", api_key_env="S1_KEY")
     got = remote.score({"state": "charged twice", "questions": QUESTIONS})
+    assert server.seen_models[-1] == "m"
     local = make_decider().score("charged twice", QUESTIONS)
     for name in QUESTIONS:
         assert system_one.probabilities_of(got["answers"][name]) == pytest.approx(
@@ -62,6 +63,8 @@ def test_refused_connection_and_bad_urls():
     with pytest.raises(EndpointError, match="refused the connection"):
         SystemOneEndpoint(f"http://127.0.0.1:{port}/v1/systemone", timeout=2).score("s", QUESTIONS)
     assert endpoint_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1/systemone"
+    named = SystemOneEndpoint("http://127.0.0.1:8000/v1/systemone#Qwen/Qwen2.5-0.5B-Instruct")
+    assert named.model == "Qwen/Qwen2.5-0.5B-Instruct" and named.url == "http://127.0.0.1:8000/v1/systemone"
     with pytest.raises(EndpointError, match="not an http"):
         endpoint_url("ftp://x/v1/systemone")
     with pytest.raises(EndpointError, match="does not end with /v1/systemone"):
