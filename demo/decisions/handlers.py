@@ -178,6 +178,13 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
 # ---- Calibration and Probe views
 
 
+def _field_of(err: ValueError) -> str:
+    """Where a failed evaluation's message goes: an endpoint's failure next to the model picker."""
+    from core.decision.endpoint import EndpointError
+
+    return "model" if isinstance(err, EndpointError) else "set"
+
+
 def _models_or_errors(models_dir: str, model_a: str, model_b: str):
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
@@ -207,7 +214,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature))
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
-        errors["set"] = str(err)
+        errors[_field_of(err)] = str(err)
     if view is None or errors:
         blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
@@ -227,7 +234,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
         items = evalset.load_items(evalset.SOURCES[1], int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
-        errors["set"] = str(err)
+        errors[_field_of(err)] = str(err)
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]
