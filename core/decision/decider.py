@@ -22,9 +22,8 @@ from transformers import DynamicCache
 
 from core.decision.cost import CostModel, Shape
 from core.decision.prompt import check_seam, encode, letter_token_ids, render_prefix, render_suffix
-from core.decision.questions import (
-    Answer, Question, QuestionError, Truncation, make_answer, render_state, typed_answer, typed_question,
-)
+from core.decision import system_one
+from core.decision.questions import Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
 
 PATHS = ("reference", "shared", "packed")
@@ -188,22 +187,25 @@ class Decider:
         answers = [make_answer(q, probs[i, : len(q.options)].tolist(), req.truncations[i]) for i, q in enumerate(qs)]
         return dict(zip(questions.keys(), answers)) if keyed else answers
 
-    def score(self, state: str | Mapping[str, Any], questions: Mapping[str, Mapping], *,
+    def score(self, state: Any, questions: Mapping[str, Any] | None = None, *,
               path: str = "auto", truncate: bool = False) -> dict:
-        """The typed-criteria call: ``{qid: {"type", "instructions", "criteria"}}`` -> answers and usage."""
-        if not isinstance(questions, Mapping) or not questions:
-            raise QuestionError("questions must be a non-empty object {question_id: {...}}")
-        typed = [typed_question(str(k), v) for k, v in questions.items()]
-        req = self.tokenize(state, [t.question for t in typed], truncate=truncate)
+        """A System One request -> ``{"answers", "usage"}`` (see ``core.decision.system_one``).
+
+        Call it with the whole request (``score({"state": ..., "questions": ...})``) or with its two
+        parts; answers carry System One's fields plus our documented extras.
+        """
+        state, specs = system_one.split_request(state, questions)
+        asked = system_one.questions(specs)
+        req = self.tokenize(state, [q.primitive for q in asked], truncate=truncate)
         chosen = self.choose_path(req) if path == "auto" else path
         with torch.no_grad():
             probs = self.probabilities(req, path=chosen)
-        answers = {t.qid: typed_answer(t, make_answer(t.question, probs[i, : len(t.question.options)].tolist(),
-                                                      req.truncations[i])) for i, t in enumerate(typed)}
+        answers = {q.name: system_one.answer(q, probs[i, : len(q.options)].tolist(), req.truncations[i])
+                   for i, q in enumerate(asked)}
         removed = max((t.state_tokens_removed for t in req.truncations if t), default=0)
-        usage = {"input_tokens": len(req.prefix) + sum(len(s) for s in req.suffixes),
+        usage = {"input_tokens": len(req.prefix) + sum(len(s) for s in req.suffixes), "output_tokens": 0,
                  "state_tokens": req.state_tokens, "prefix_tokens": len(req.prefix), "state_truncated": removed > 0,
-                 "state_tokens_removed": removed, "questions": len(typed), "path": chosen}
+                 "state_tokens_removed": removed, "questions": len(asked), "path": chosen}
         return {"answers": answers, "usage": usage}
 
     def choose_path(self, req: Request) -> str:

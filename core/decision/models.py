@@ -1,61 +1,60 @@
 """Decision models the Decisions tab can offer, whether each is on this machine, and loading them once.
 
 Entries: the shipped ``checkpoints/decision-*`` exports (listed even before they are trained, so
-the picker says how to make them), every rlcd-decision-only-v1 export found under a models folder,
-and the published decision models by hub id from ``core.registry``. Availability reads local files
-and the Hugging Face cache only, so it answers at once offline. Loading goes through the strict,
-hash-verifying ``core.decision.export.load_decider``; each folder loads once, under its own lock,
-and the loaded Deciders are shared read-only by every session. Entries are the registry's
-``ModelEntry`` records with ``kind="decision"``.
+the picker says how to make them), every rlcd-decision-only-v1 export and every other HF chat
+model found under a models folder, the offline SmolLM2-135M-Instruct when its wheel is installed,
+the System One endpoint in ``SYSTEMONE_URL`` when set, and the published decision models by hub id
+from ``core.registry``. A picker also takes a typed key: a folder path, a cached hub id or a System
+One URL. Our exports load through the strict, hash-verifying ``load_decider``; any other model
+through transformers' ``DecisionPipeline``; a URL becomes a ``SystemOneEndpoint``. Each loads once,
+under its own lock, shared read-only by every session. Availability reads local files and the
+Hugging Face cache only. ``SYSTEMONE_API_KEY`` is sent only to ``SYSTEMONE_URL``, never to a typed URL.
 """
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
+from core.registry import DECISION_CARD as CARD_FILE
 from core.registry import Availability, ModelEntry
 
-CARD_FILE = "decision.json"
-"""The card every rlcd-decision-only-v1 export holds (``core.decision.export.CARD_FILE``)."""
-
 SHIPPED_DIR = registry.SHIPPED_DIR
-SHIPPED = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
-           ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
-"""Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
-
-
-def shipped_entries(shipped_dir: Path | None = None) -> list[ModelEntry]:
-    shipped_dir = SHIPPED_DIR if shipped_dir is None else shipped_dir  # read at call time (tests swap it)
-    return [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
-            for name, arm in SHIPPED]
-
-
-def local_entries(models_dir: str | Path | None) -> list[ModelEntry]:
-    """Every subfolder of ``models_dir`` holding a decision.json, sorted by name."""
-    if not models_dir or not Path(models_dir).is_dir():
-        return []
-    return [ModelEntry(p.name, "decision", "local", str(p), note=f"local export in {models_dir}")
-            for p in sorted(Path(models_dir).iterdir()) if (p / CARD_FILE).is_file()]
-
-
-def published_entries() -> list[ModelEntry]:
-    """The published decision models by hub id, as ``core.registry`` lists them."""
-    return [e for e in registry.published_entries() if e.kind == "decision"]
+"""Where the shipped exports live (read at call time, so tests can point it at an empty folder)."""
 
 
 def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[ModelEntry]:
-    """Local exports first (when a models folder is given), then shipped, then published."""
-    return local_entries(models_dir) + shipped_entries(shipped_dir) + published_entries()
+    """The registry's decision entries, local models first (the picker's order)."""
+    shipped = registry.shipped_entries(SHIPPED_DIR if shipped_dir is None else shipped_dir, kind="decision")
+    local = registry.discover_local(models_dir, "decision", {e.key for e in shipped}) if models_dir else []
+    return local + shipped + registry.extra_entries() + registry.published_entries(kind="decision")
 
 
-def check_export(path: Path) -> Availability:
-    """Is ``path`` an export folder? (The full hash check happens when it loads.)"""
+def find(models_dir: str | Path | None, key: str | None) -> ModelEntry | None:
+    """The picker entry with this key, else the key read as a typed folder, hub id or URL."""
+    entry = next((e for e in entries(models_dir) if e.key == key), None)
+    return entry or (registry.typed_entry(key) if key else None)
+
+
+def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
+    """Is ``path`` an export folder (or, with ``pipeline_ok``, any HF model folder or .gguf file)?
+
+    The full hash check happens when it loads.
+    """
+    if pipeline_ok and path.is_file() and path.suffix == ".gguf":
+        return Availability(True, path, f"GGUF chat model at {path}, through transformers' DecisionPipeline")
     if not path.is_dir():
         return Availability(False, None, f"no folder at {path}")
-    if not (path / CARD_FILE).is_file():
-        return Availability(False, None, f"{path} has no {CARD_FILE}, so it is not an rlcd-decision-only-v1 export")
-    return Availability(True, path, f"ready to load from {path}")
+    if (path / CARD_FILE).is_file():
+        return Availability(True, path, f"ready to load from {path}")
+    if pipeline_ok and any(path.glob("*.gguf")):
+        return Availability(True, path, f"GGUF chat model in {path}, through transformers' DecisionPipeline")
+    chat = registry.check_folder(path) if pipeline_ok else None
+    if chat is not None and chat.ok:
+        return Availability(True, path, f"chat model at {path}, through transformers' DecisionPipeline")
+    return Availability(False, None, f"{path} has no {CARD_FILE}, so it is not an rlcd-decision-only-v1 export"
+                        + (f"; nor a chat model: {chat.message}" if chat is not None else ""))
 
 
 def check(entry: ModelEntry) -> Availability:
@@ -63,8 +62,10 @@ def check(entry: ModelEntry) -> Availability:
     if entry.remote_code:
         return Availability(False, None, f"{entry.location} needs custom modeling code (trust_remote_code); "
                             "the app does not run remote code")
+    if entry.source == "url":
+        return Availability(True, None, f"System One endpoint {entry.location} (asked on every request)")
     if entry.source != "hub":
-        found = check_export(Path(entry.location))
+        found = check_export(Path(entry.location), pipeline_ok=entry.source == "local")
         if not found.ok and entry.source == "shipped":
             return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
                                 "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
@@ -72,7 +73,7 @@ def check(entry: ModelEntry) -> Availability:
     snapshot = registry.cached_snapshot(entry.location)
     if snapshot is None:
         return Availability(False, None, registry.how_to_get(entry.location))
-    return check_export(snapshot)
+    return check_export(snapshot, pipeline_ok=entry.key == entry.location)  # a typed hub id: any model
 
 
 @dataclass
@@ -84,37 +85,55 @@ class DeciderCache:
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self, entry: ModelEntry):
-        """The entry's Decider; raises ValueError saying why it is unavailable."""
+        """The entry's Decider (or pipeline model, or endpoint); raises ValueError saying why not."""
         found = check(entry)
         if not found.ok:
             raise ValueError(f"{entry.key} is unavailable: {found.message}")
-        key = str(found.path.resolve())
+        key = entry.location if found.path is None else str(found.path.resolve())
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._deciders:
-                from core.decision.export import load_decider  # torch loads with the first model, not the app
-
-                self._deciders[key] = load_decider(found.path)
+                self._deciders[key] = load(entry, found.path)
             return self._deciders[key]
+
+
+def load(entry: ModelEntry, path: Path | None):
+    """Our export through ``load_decider``; a URL as an endpoint; any other model through the pipeline."""
+    if entry.source == "url":
+        from core.decision.endpoint import SystemOneEndpoint
+
+        own = entry.location == os.environ.get(registry.URL_ENV, "").strip() and os.environ.get(registry.KEY_ENV)
+        return SystemOneEndpoint(entry.location, api_key_env=registry.KEY_ENV if own else None)
+    if path.is_dir() and (path / CARD_FILE).is_file():
+        from core.decision.export import load_decider  # torch loads with the first model, not the app
+
+        return load_decider(path)
+    from core.decision.pipeline import load_pipeline_decider
+
+    try:
+        return load_pipeline_decider(path, name=entry.key)
+    except (OSError, ValueError, KeyError) as err:  # transformers raises many types for a broken folder
+        raise ValueError(f"{entry.key}: could not load {path} as a chat model: {type(err).__name__}: {err}") from None
 
 
 def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str | None]) -> tuple[dict, dict[str, str]]:
     """Load the picked models: ``{field: key}`` -> (``{key: Decider}``, ``{field: error}``).
 
-    An empty key is skipped (the second model is optional); an unknown or unavailable one becomes
-    an error for its field.
+    An empty key is skipped (the second model is optional); a key not in the list is read as a typed
+    folder, hub id or URL (``typed_entry``); an unknown or unavailable one becomes an error for its field.
     """
-    known = {e.key: e for e in entries(models_dir)}
     deciders, errors = {}, {}
     for name, key in keys.items():
         if not key or key in deciders:
             continue
-        if key not in known:
-            errors[name] = f"unknown model {key!r}; pick one from the list"
+        entry = find(models_dir, key)
+        if entry is None:
+            errors[name] = (f"unknown model {key!r}; pick one from the list, or type a folder, a cached hub id "
+                            "or a System One URL (http(s)://.../v1/systemone)")
             continue
         try:
-            deciders[key] = cache.get(known[key])
+            deciders[key] = cache.get(entry)
         except ValueError as err:  # DecisionExportError is a ValueError too
             errors[name] = str(err)
     return deciders, errors

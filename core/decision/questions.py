@@ -1,4 +1,4 @@
-"""Decision questions (Choice, Score, Noul), their answers, and the typed-criteria call shape.
+"""Decision questions (Choice, Score, Noul), their answers, and how a request's state is rendered.
 
 A question is validated when it is built, so a bad one never reaches a model; every message names
 the question and the option at fault. Answers are pydantic records whose ``to_dict()`` is plain
@@ -21,7 +21,7 @@ PRIMITIVES = ("choice", "score", "noul")
 
 
 class QuestionError(ValueError):
-    """A question (or a typed-criteria entry) that the engine refuses, with the reason."""
+    """A question (or a System One question) that the engine refuses, with the reason."""
 
 
 def _name(qid: str | None, text: str) -> str:
@@ -173,7 +173,7 @@ def make_answer(question: Question, probs: Sequence[float], truncated: Truncatio
     )
 
 
-# ---- typed-criteria call shape: score(state, {qid: {"type", "instructions", "criteria"}})
+# ---- the state of a request (System One requests: core.decision.system_one)
 
 
 def render_state(state: str | Mapping[str, Any]) -> str:
@@ -187,63 +187,3 @@ def render_state(state: str | Mapping[str, Any]) -> str:
     if not text.strip():
         raise QuestionError("state is empty")
     return text
-
-
-@dataclass(frozen=True)
-class TypedQuestion:
-    """A typed-criteria entry turned into a primitive plus the caller's option keys."""
-
-    qid: str
-    type: str
-    question: Question
-    keys: tuple[str, ...]
-
-
-def typed_question(qid: str, spec: Mapping[str, Any]) -> TypedQuestion:
-    """Convert ``{"type", "instructions", "criteria"}``: descriptions become the shown options."""
-    where = f"question {qid!r}"
-    if not isinstance(spec, Mapping):
-        raise QuestionError(f"{where}: expected an object, got {type(spec).__name__}")
-    extra = set(spec) - {"type", "instructions", "criteria"}
-    if extra:
-        raise QuestionError(f"{where}: unknown field(s) {sorted(extra)}")
-    kind, text, crit = spec.get("type"), spec.get("instructions", ""), spec.get("criteria")
-    if kind not in QUESTION_TYPES:
-        raise QuestionError(f"{where}: unknown primitive {kind!r} (expected one of {list(PRIMITIVES)})")
-    if not isinstance(text, str):
-        raise QuestionError(f"{where}: instructions must be text")
-    if kind == "noul":
-        if crit is not None:
-            if not isinstance(crit, Mapping) or set(crit) - {"true", "false"}:
-                raise QuestionError(f"{where}: noul criteria are optional {{'true': ..., 'false': ...}}")
-            notes = "; ".join(f"{k} means: {str(crit[k]).strip()}" for k in ("true", "false") if k in crit)
-            text = f"{text.strip()}\n({notes})" if notes and text.strip() else text
-        return TypedQuestion(qid, kind, Noul(text, qid=qid), ("true", "false"))
-    if kind == "choice":
-        if not isinstance(crit, Mapping):
-            raise QuestionError(f"{where}: choice criteria must be an object {{option_key: description}}")
-        keys, descs = tuple(str(k) for k in crit), list(crit.values())
-    else:
-        if isinstance(crit, Mapping):
-            keys, descs = tuple(str(k) for k in crit), list(crit.values())
-        elif isinstance(crit, Sequence) and not isinstance(crit, str):
-            descs = list(crit)
-            keys = tuple(str(d).strip() if isinstance(d, str) else str(i) for i, d in enumerate(descs))
-        else:
-            raise QuestionError(f"{where}: score criteria must be a list of level descriptions, low to high")
-    return TypedQuestion(qid, kind, QUESTION_TYPES[kind](text, tuple(descs), qid=qid), keys)
-
-
-def typed_answer(tq: TypedQuestion, answer: Answer) -> dict:
-    """The typed-criteria answer: probabilities keyed by the caller's option keys."""
-    probs = dict(zip(tq.keys, answer.probs.values()))
-    out = {"type": tq.type, "choice": max(probs, key=lambda k: (probs[k], -tq.keys.index(k))),
-           "probabilities": probs, "confidence": answer.confidence,
-           "entropy_confidence": answer.entropy_confidence}
-    if answer.score is not None:
-        out["score"] = answer.score
-    if answer.p_true is not None:
-        out["p_true"] = answer.p_true
-    if answer.truncated is not None:
-        out["truncated"] = answer.truncated.model_dump()
-    return out

@@ -1,7 +1,7 @@
 """What the Decisions tab asks of a decision model, as plain data: states, built questions, readings.
 
 The tab's question builder gives rows of (type, question, options text); ``build_questions`` turns
-them into the typed-criteria shape that ``Decider.score`` takes, keeping one error message per row
+them into the System One questions that ``Decider.score`` takes, keeping one error message per row
 so the UI can show it next to the offending field. ``parse_state`` reads the state box (text, or a
 JSON object kept as a record), ``request_errors`` attributes a too-long request to the state or to
 the question at fault, and ``reading`` adds the UI's derived facts (top-two margin) to an answer.
@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from core.decision.questions import PRIMITIVES, Choice, QuestionError, render_state, typed_question
+from core.decision import system_one
+from core.decision.questions import PRIMITIVES, Choice, QuestionError, render_state
 
 CLOSE_MARGIN = 0.10
 """Top-two probability gap below which an answer gets the "close call" badge."""
@@ -41,7 +42,7 @@ class QuestionRow:
 
 @dataclass(frozen=True)
 class BuiltQuestions:
-    """The typed-criteria questions that validated, and a message for every row that did not."""
+    """The System One questions that validated, and a message for every row that did not."""
 
     questions: dict[str, dict]
     """qid -> {"type", "instructions", "criteria"}, in row order (only rows without errors)."""
@@ -83,7 +84,7 @@ def parse_options(kind: str, text: str) -> list[str] | dict[str, str] | None:
 
 
 def row_spec(row: QuestionRow, qid: str | None = None) -> dict:
-    """The typed-criteria entry of one builder row (validated by ``typed_question``)."""
+    """The System One question of one builder row (validated by ``system_one.question``)."""
     if row.kind not in PRIMITIVES:
         raise QuestionError(f"unknown question type {row.kind!r}; pick one of {list(PRIMITIVES)}")
     text, criteria = (row.text or "").strip(), parse_options(row.kind, row.options)
@@ -97,9 +98,10 @@ def row_spec(row: QuestionRow, qid: str | None = None) -> dict:
 
 
 def _strip_qid(qid: str, message: str) -> str:
-    """Core messages start with ``question 'q1': ``; next to the row itself that is noise."""
+    """Messages start with ``question 'q1': `` (``Question`` from transformers' parser); next to the
+    row itself that is noise."""
     prefix = f"question {qid!r}: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    return message[len(prefix):] if message.lower().startswith(prefix.lower()) else message
 
 
 def build_questions(rows: Sequence[QuestionRow]) -> BuiltQuestions:
@@ -112,7 +114,7 @@ def build_questions(rows: Sequence[QuestionRow]) -> BuiltQuestions:
             continue
         try:
             spec = row_spec(row, qid)
-            typed_question(qid, spec)
+            system_one.question(qid, spec)
         except QuestionError as err:
             errors[qid] = _strip_qid(qid, str(err))
             continue
@@ -154,11 +156,14 @@ def record_rows(state: str | Mapping[str, Any]) -> list[list[str]]:
 def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[str, dict]) -> dict[str, str]:
     """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
 
-    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits.
+    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits. A decision
+    model without our limits (a pipeline model, a System One endpoint) answers for its own.
     """
-    typed = [typed_question(str(qid), spec).question for qid, spec in questions.items()]
+    if not hasattr(decider, "overruns"):
+        return {}
+    asked = [system_one.question(str(qid), spec).primitive for qid, spec in questions.items()]
     errors: dict[str, str] = {}
-    for o in decider.overruns(state, typed):
+    for o in decider.overruns(state, asked):
         if o.part == "state":
             errors["state"] = (f"the state is {o.tokens} tokens; this model takes at most {o.limit}. "
                                "Shorten it (nothing is cut silently).")
@@ -174,7 +179,7 @@ class Reading:
 
     qid: str
     answer: dict
-    """The typed-criteria answer (``choice``, ``probabilities``, ``confidence``, ...)."""
+    """The System One answer (``type``, ``choice`` / ``score`` / ``noul``, ``confidence``, extras)."""
     margin: float
     """Top probability minus the second, in [0, 1]."""
 
@@ -185,7 +190,7 @@ class Reading:
 
 def reading(qid: str, answer: Mapping[str, Any]) -> Reading:
     """Wrap a typed answer with its top-two margin."""
-    top = sorted(answer["probabilities"].values(), reverse=True)
+    top = sorted(system_one.probabilities_of(answer).values(), reverse=True)
     return Reading(qid, dict(answer), float(top[0] - top[1]))
 
 
@@ -199,13 +204,15 @@ class AskResult:
     questions: dict[str, str] = field(default_factory=dict)
     """qid -> question text, for every row that validated."""
     answers: dict[str, dict[str, dict]] = field(default_factory=dict)
-    """model key -> {qid: typed answer}."""
+    """model key -> {qid: System One answer}."""
     usage: dict[str, dict] = field(default_factory=dict)
     """model key -> the Decider's usage record (tokens, path)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """model key -> wall time of its score call."""
     errors: dict[str, str] = field(default_factory=dict)
     """``state``, ``questions``, ``model``, ``model_b`` or a qid -> message."""
+    model_errors: dict[str, str] = field(default_factory=dict)
+    """model key -> why it gave no answers (an endpoint refused, timed out, answered badly)."""
 
 
 def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: Sequence[QuestionRow]) -> AskResult:
@@ -232,7 +239,12 @@ def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: 
         return result
     for key, decider in deciders.items():
         start = time.perf_counter()
-        scored = decider.score(state, built.questions)
+        try:
+            scored = decider.score(state, built.questions)
+        except ValueError as err:  # an endpoint's failure, a pipeline model's refusal: said next to the model
+            result.seconds[key] = time.perf_counter() - start
+            result.model_errors[key] = str(err)
+            continue
         result.seconds[key] = time.perf_counter() - start
         result.answers[key], result.usage[key] = scored["answers"], scored["usage"]
     return result

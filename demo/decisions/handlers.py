@@ -6,12 +6,15 @@ followed by ``MAX_QUESTIONS`` triples (type, question, options). Loaded models l
 shared read-only by every session.
 """
 
+import html
 import json
+import re
 
 import gradio as gr
 import pandas as pd
 
 from core.decision import evalsets as evalset
+from core.decision import system_one
 from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
@@ -21,12 +24,20 @@ from demo.decisions import builder as views
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = models.DeciderCache()
-TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score / p(true)", "top-two gap"]
+TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "max p", "entropy conf.", "score / p(true)",
+                 "top-two gap"]
+"""System One's confidence (rescaled: 0 uniform, 1 one-hot) and max p (the top probability) side by side."""
+
+
+def _plain(text: str) -> str:
+    """Text for a Markdown component, shown as typed: HTML and Markdown marks escaped (an endpoint's
+    error body or a model's name is data, not markup)."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(text, quote=False))
 
 
 def _error(message: str | None) -> dict:
     """An error line next to a field (hidden when there is nothing to say)."""
-    return gr.update(value=f"⚠ {message}" if message else "", visible=bool(message))
+    return gr.update(value=f"⚠ {_plain(message)}" if message else "", visible=bool(message))
 
 
 def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
@@ -53,7 +64,7 @@ def model_choices(models_dir: str):
 
 def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
-    entry = next((e for e in models.entries(models_dir or None) if e.key == key), None)
+    entry = models.find(models_dir or None, key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
     found = models.check(entry)
@@ -107,16 +118,17 @@ def _table(result: views.AskResult) -> pd.DataFrame:
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
             r = views.reading(qid, ans)
-            extra = ans.get("score", ans.get("p_true"))
-            out.append([key, qid, ans["choice"] + (" ⚠ close" if r.close else ""),
-                        round(ans["confidence"], 3), round(ans["entropy_confidence"], 3),
-                        "" if extra is None else round(extra, 3), round(r.margin, 3)])
+            extra, conf = ans.get("score", ans.get("noul")), ans.get("confidence")
+            out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
+                        "" if conf is None else round(conf, 3), round(ans["max_p"], 3),
+                        round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
+                        round(r.margin, 3)])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
 def _latency(result: views.AskResult) -> str:
-    parts = [f"**{k}**: {1000 * s:.0f} ms ({result.usage[k]['input_tokens']} tokens, "
-             f"{result.usage[k]['path']} path)" for k, s in result.seconds.items()]
+    parts = [f"**{_plain(k)}**: {1000 * s:.0f} ms " + (f"({result.usage[k]['input_tokens']} tokens, {result.usage[k]['path']} "
+             "path)" if k in result.usage else "(failed)") for k, s in result.seconds.items()]
     return "Latency: " + " · ".join(parts) if parts else ""
 
 
@@ -124,13 +136,16 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     """Ask every shown question about the state under one or two models.
 
     Returns: state error, model error, second-model error, builder error, one error per row, the
-    answer figure, the table, the latency line and the raw typed-criteria answers.
+    answer figure, the table, the latency line and the raw System One answers.
     """
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
     result = views.ask(deciders if not errors else {}, state, rows_of(n, values))
     result.errors.update(errors)
+    for field_name, key in (("model", model_a), ("model_b", model_b)):
+        if key in result.model_errors:
+            result.errors.setdefault(field_name, f"{key} gave no answers: {result.model_errors[key]}")
     e = result.errors
     fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
@@ -139,16 +154,19 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
             *qerr, fig, _table(result), _latency(result), result.answers]
 
 
-def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str) -> dict:
-    """The typed-criteria call for API users: ``Decider.score(state, questions)`` under ``model``.
+def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str | None = None) -> dict:
+    """The System One call for API users: ``Decider.score(state, questions)`` under ``model``.
 
-    The result is core's, except ``usage["path"]`` arrives as ``usage["decider_path"]``.
+    ``state`` may be the whole System One request (``questions`` then empty). The result is core's,
+    except ``usage["path"]`` arrives as ``usage["decider_path"]``.
     """
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"))
     try:
-        questions = json.loads(questions) if isinstance(questions, str) else questions
+        questions = json.loads(questions) if isinstance(questions, str) and questions.strip() else questions
+        if not questions and isinstance(state, dict) and "questions" in state:  # the whole request
+            state, questions = system_one.split_request(state, None)
         out = deciders[model].score(views.parse_state(state), questions)
     except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
         raise gr.Error(str(err)) from None
@@ -158,6 +176,13 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
 
 
 # ---- Calibration and Probe views
+
+
+def _field_of(err: ValueError) -> str:
+    """Where a failed evaluation's message goes: an endpoint's failure next to the model picker."""
+    from core.decision.endpoint import EndpointError
+
+    return "model" if isinstance(err, EndpointError) else "set"
 
 
 def _models_or_errors(models_dir: str, model_a: str, model_b: str):
@@ -189,7 +214,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature))
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
-        errors["set"] = str(err)
+        errors[_field_of(err)] = str(err)
     if view is None or errors:
         blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
@@ -209,7 +234,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
         items = evalset.load_items(evalset.SOURCES[1], int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
-        errors["set"] = str(err)
+        errors[_field_of(err)] = str(err)
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]

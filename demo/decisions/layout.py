@@ -3,7 +3,7 @@
 Only components and event wiring live here; every event calls a function of
 ``demo.decisions.handlers``. Nothing loads while the layout is built: the model list is read on page
 load and a model loads on its first Ask. Named endpoints (``api_name``) let ``gradio_client`` users
-call the same functions, including ``/score`` with core's typed-criteria shape.
+call the same functions, including ``/score`` with System One's request and answer shapes.
 """
 
 import gradio as gr
@@ -21,6 +21,9 @@ STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier
               "(shown as a record below).")
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
                 "Yes/no: leave empty, or true: ... / false: ... notes.")
+
+PICKER_INFO = ("Pick one, or type a folder (our export or any HF chat model), a cached hub id, "
+               "or a System One URL http(s)://.../v1/systemone.")
 
 UPLOAD_HELP = """One labelled question per line (JSONL) or per row (CSV, same column names):
 
@@ -71,8 +74,9 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
                 example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
-                model_a = gr.Dropdown([], label="Decision model", scale=3)
-                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3)
+                model_a = gr.Dropdown([], label="Decision model", scale=3, allow_custom_value=True,
+                                      info=PICKER_INFO, elem_id="dq-model")
+                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3, allow_custom_value=True)
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
             state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
@@ -87,7 +91,7 @@ def _ask_panel(models_dir: gr.State):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
             table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS)
-            with gr.Accordion("Raw answers (typed-criteria shape)", open=False):
+            with gr.Accordion("Raw answers (System One shape)", open=False):
                 raw = gr.JSON(show_label=False)
 
     model_a.change(h.model_note, [models_dir, model_a], model_note, api_name=False)
@@ -104,8 +108,8 @@ def _ask_panel(models_dir: gr.State):
 
 def _pickers():
     with gr.Row(equal_height=True):
-        model_a = gr.Dropdown([], label="Decision model", scale=1)
-        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1)
+        model_a = gr.Dropdown([], label="Decision model", scale=1, allow_custom_value=True, info=PICKER_INFO)
+        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1, allow_custom_value=True)
     note = gr.Markdown()
     return model_a, model_b, note, _error_line()
 
@@ -165,7 +169,7 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
         demo.load(h.model_choices, folder, list(outputs), api_name="decision_models" if i == 0 else False)
 
     def score(model: str, state: str | dict, questions: dict) -> dict:
-        """Typed-criteria scoring: {qid: {"type", "instructions", "criteria"}} -> answers and usage."""
+        """System One scoring: state + {qid: {"type", "instructions", "criteria"}}, or the whole request + {}."""
         return h.score_api(str(models_dir or ""), model, state, questions)
 
     gr.api(score, api_name="score")

@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.decision.system_one import probabilities_of, top_option
 from demo.decisions.builder import CLOSE_MARGIN, reading
 
 COLORS = ("#2563eb", "#ea580c")
@@ -25,25 +26,32 @@ def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
     return f"<b>{qid}</b> · {short}{badge}"
 
 
+def _labels(ans: Mapping, keys: list[str]) -> list[str]:
+    """Bar labels: option keys, a score level with its criterion (System One keys levels "0".."K-1")."""
+    legend = ans.get("legend") or {}
+    return [f"{k}: {legend[k]}" if legend.get(k) else k for k in keys]
+
+
 def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[str, Mapping]]) -> go.Figure:
     """One horizontal bar panel per question: every option's probability, the chosen one starred.
 
     Args:
         questions: qid -> question text, in display order.
-        results: model name -> {qid: typed answer} (one or two models).
+        results: model name -> {qid: System One answer} (one or two models).
     """
     qids = [q for q in questions if results and all(q in r for r in results.values())]
     if not qids:
         return empty_figure("No answers yet: fill a state and a question, then press Ask.")
-    sizes = [len(next(iter(results.values()))[q]["probabilities"]) for q in qids]
+    sizes = [len(probabilities_of(next(iter(results.values()))[q])) for q in qids]
     titles = [_title(q, questions[q], [r[q] for r in results.values()]) for q in qids]
     fig = make_subplots(rows=len(qids), cols=1, subplot_titles=titles, row_heights=sizes,
                         vertical_spacing=min(0.12, 0.35 / max(1, len(qids))))
     for m, (name, answers) in enumerate(results.items()):
         for row, qid in enumerate(qids, 1):
             ans = answers[qid]
-            keys, probs = list(ans["probabilities"]), list(ans["probabilities"].values())
-            chosen = [k == ans["choice"] for k in keys]
+            by_option = probabilities_of(ans)
+            keys, probs = _labels(ans, list(by_option)), list(by_option.values())
+            chosen = [k == top_option(ans) for k in by_option]
             fig.add_bar(
                 x=probs, y=keys, orientation="h", name=name, legendgroup=name, showlegend=row == 1,
                 marker_color=[COLORS[m] if c else PALE[m] for c in chosen],

@@ -33,7 +33,7 @@ def app(tmp_path_factory):
 
 def start(client, root, mode="watch", path="", **kw):
     args = {**SETTINGS, **kw}
-    key = f"local: {root / 'models' / 'tiny'}" if mode != "agent" else ""
+    key = "tiny" if mode != "agent" else ""  # a discovered folder is keyed by its name
     return client.predict(key, path, mode, *args.values(), api_name="/live_start")
 
 

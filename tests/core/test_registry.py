@@ -118,7 +118,7 @@ def test_discover_and_find_local(tiny_dir, tmp_path):
     shutil.copytree(tiny_dir, tmp_path / "b-model")
     (tmp_path / "a-notes").mkdir()  # no config.json: not listed
     found = registry.discover_local(tmp_path)
-    assert [e.key for e in found] == [f"local: {tmp_path / 'b-model'}"]
+    assert [e.key for e in found] == ["b-model"]  # keyed by folder name, like shipped entries
     entries = registry.all_entries(models_dir=tmp_path, kind="policy")
     assert registry.find_entry(found[0].key, entries) == found[0]
     assert registry.find_entry(str(tiny_dir), entries).location == str(tiny_dir)  # a typed path

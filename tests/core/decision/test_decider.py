@@ -78,7 +78,7 @@ def test_decide_keeps_keys_and_score_call_shape(make_decider):
     })
     assert set(res["answers"]) == {"team", "prio", "page"}
     assert set(res["answers"]["team"]["probabilities"]) == {"SEC", "BIL"}
-    assert 0 <= res["answers"]["prio"]["score"] <= 1 and "p_true" in res["answers"]["page"]
+    assert 0 <= res["answers"]["prio"]["score"] <= 2 and "p_true" in res["answers"]["page"]  # System One: levels 0..K-1
     assert res["usage"]["state_truncated"] is False and res["usage"]["input_tokens"] > res["usage"]["state_tokens"]
 
 

@@ -42,10 +42,20 @@ def test_cache_loads_each_folder_once_and_pick_names_fields(models_dir, monkeypa
 
 def test_published_decision_models_come_from_the_registry():
     pytest.importorskip("core.registry")
-    published = dm.published_entries()
+    published = [e for e in dm.entries() if e.source == "hub"]
     assert published and all(e.source == "hub" for e in published)
     for entry in published:
         found = dm.check(entry)  # offline: never a download, always a reason
         assert found.ok or found.message
         if entry.remote_code:
             assert not found.ok and "remote code" in found.message
+
+
+def test_the_picker_lists_the_registrys_one_list(models_dir):
+    from core import registry
+
+    picker = {e.key for e in dm.entries(models_dir)}
+    assert picker == {e.key for e in registry.all_entries(models_dir, kind="decision")}
+    assert {"tiny-a", "decision-rlcd"} <= picker and "not-a-model" not in picker
+    every = registry.all_entries(models_dir)
+    assert len({e.key for e in every}) == len(every)  # one key convention, no collisions across kinds

@@ -7,7 +7,6 @@ import pytest
 
 from core.decision.questions import (
     Choice, Noul, QuestionError, Score, entropy_confidence, make_answer, question_from_dict, render_state,
-    typed_answer, typed_question,
 )
 
 
@@ -69,31 +68,6 @@ def test_answer_fields_per_primitive():
 
 def test_ties_go_to_the_earlier_option():
     assert make_answer(Choice("W?", ["a", "b"]), [0.5, 0.5]).value == "a"
-
-
-def test_typed_criteria_conversion():
-    tq = typed_question("dept", {"type": "choice", "instructions": "Which team?",
-                                 "criteria": {"BILL": "billing questions", "SEC": "security incidents"}})
-    assert tq.question.options == ("billing questions", "security incidents") and tq.keys == ("BILL", "SEC")
-    out = typed_answer(tq, make_answer(tq.question, [0.25, 0.75]))
-    assert out["choice"] == "SEC" and out["probabilities"] == {"BILL": 0.25, "SEC": 0.75}
-    sc = typed_question("prio", {"type": "score", "instructions": "How urgent?", "criteria": ["low", "high"]})
-    assert sc.keys == ("low", "high")
-    nq = typed_question("page", {"type": "noul", "instructions": "Page now?", "criteria": {"true": "wake someone"}})
-    assert "true means: wake someone" in nq.question.text
-
-
-@pytest.mark.parametrize("spec, fragment", [
-    ({"type": "rank", "instructions": "x", "criteria": {}}, "unknown primitive 'rank'"),
-    ({"type": "choice", "instructions": "x", "criteria": ["a", "b"]}, "choice criteria must be an object"),
-    ({"type": "choice", "instructions": "x", "criteria": {"a": "same", "b": "same"}}, "duplicates"),
-    ({"type": "noul", "instructions": "Is it?", "criteria": {"maybe": "x"}}, "noul criteria"),
-    ({"type": "choice", "instructions": "x", "criteria": {"a": "1", "b": "2"}, "extra": 1}, "unknown field"),
-])
-def test_typed_criteria_errors_name_the_question(spec, fragment):
-    with pytest.raises(QuestionError) as err:
-        typed_question("q7", spec)
-    assert "question 'q7'" in str(err.value) and fragment in str(err.value)
 
 
 def test_render_state():

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from core.decision import Decider, Limits
+from core.decision import Decider, Limits, system_one
 from core.decision.questions import QuestionError
 from core.decision.random_model import letter_tokenizer, random_body, random_rows
 from demo.decisions.examples import EXAMPLES, find_example
@@ -100,8 +100,8 @@ def test_request_errors_name_the_part_over_the_limit(decider):
 
 
 def test_reading_margin_and_close_flag():
-    close = reading("q1", {"probabilities": {"a": 0.48, "b": 0.45, "c": 0.07}})
-    clear = reading("q1", {"probabilities": {"a": 0.2, "b": 0.8}})
+    close = reading("q1", {"type": "choice", "probabilities": {"a": 0.48, "b": 0.45, "c": 0.07}})
+    clear = reading("q1", {"type": "choice", "probabilities": {"a": 0.2, "b": 0.8}})
     assert close.close and close.margin == pytest.approx(0.03)
     assert not clear.close and clear.margin == pytest.approx(0.6)
 
@@ -116,7 +116,7 @@ def test_ask_scores_every_example_under_two_models(decider):
         for answers in result.answers.values():
             assert list(answers) == list(result.questions)
             for ans in answers.values():
-                assert sum(ans["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+                assert sum(system_one.probabilities_of(ans).values()) == pytest.approx(1.0, abs=1e-5)
         assert result.answers["a"] != result.answers["b"]  # different letter rows, different beliefs
 
 

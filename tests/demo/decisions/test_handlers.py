@@ -119,6 +119,7 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
     core = decider.score({"ticket": "charged twice"}, questions)
     core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
     assert out == core
+    assert h.score_api(models_dir, "tiny-a", {"state": {"ticket": "charged twice"}, "questions": questions}, {}) == core
     with pytest.raises(gr.Error, match="at least 2"):
         h.score_api(models_dir, "tiny-a", "s", {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x"}}})
     with pytest.raises(gr.Error, match="unknown model"):
@@ -191,3 +192,70 @@ def test_the_tab_imports_without_torch():
                           cwd=str(__import__("pathlib").Path(__file__).resolve().parents[3]))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"  # torch loads with the first model, not at app start-up
+
+
+def _refused_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1/systemone"  # nothing listens there once the socket is closed
+
+
+def test_a_chat_model_folder_is_offered_and_asked_through_the_pipeline(tmp_path_factory):
+    from tests.fixtures.tiny_chat import build_tiny_chat
+
+    root = export_models(tmp_path_factory.mktemp("mixed"), names=("tiny-a",))
+    build_tiny_chat(root / "chat")
+    a, _, _ = h.model_choices(str(root))
+    assert [k for _, k in a["choices"]][:2] == ["chat", "tiny-a"]
+    assert "DecisionPipeline" in h.model_note(str(root), "chat")
+    out = h.ask(str(root), "tiny-a", "chat", "charged twice", 1, *_fields([("choice", "Which team?", "billing\nsecurity")]))
+    assert _errors(out) == {}
+    table, latency = out[N_ERRORS + 1], out[N_ERRORS + 2]
+    assert set(table["model"]) == {"tiny-a", "chat"} and "pipeline path" in latency
+    assert {"System One confidence", "max p"} <= set(table.columns)
+
+
+def test_a_typed_system_one_url_that_refuses_is_said_plainly_and_the_tab_keeps_working(models_dir):
+    url = _refused_url()
+    assert "System One endpoint" in h.model_note(models_dir, url)
+    fields = _fields([("choice", "Which team?", "billing\nsecurity")])
+    out = h.ask(models_dir, "tiny-a", url, "charged twice", 1, *fields)
+    errors = _errors(out)
+    assert list(errors) == [2] and "refused the connection" in errors[2]  # next to the second picker
+    assert "(failed)" in out[N_ERRORS + 2] and set(out[N_ERRORS + 1]["model"]) == {"tiny-a"}
+    assert _errors(h.ask(models_dir, "tiny-a", "", "charged twice", 1, *fields)) == {}
+    bad = _errors(h.ask(models_dir, "ftp://x/v1/systemone", "", "s", 1, *fields))
+    assert "unknown model" in bad[1]
+    from core.decision.evalsets import SOURCES
+
+    out = h.calibrate(models_dir, url, "", SOURCES[0], 2, None, False)
+    assert not out[0]["visible"] and "refused the connection" in out[1]["value"]  # next to the picker
+    out = h.probe(models_dir, url, "", 5)
+    assert not out[0]["visible"] and "refused the connection" in out[1]["value"]
+
+
+def test_error_lines_show_text_not_markup():
+    shown = h._error("<img src=x onerror=alert(1)> [click](http://evil) *bold*")["value"]
+    assert "<img" not in shown and "\\[click\\]" in shown and "\\*bold\\*" in shown
+
+
+def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally(models_dir):
+    from core.decision.evalsets import SOURCES
+    from tests.fixtures.system_one_server import Server
+
+    local = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
+    srv = Server(local)  # a real HTTP server answering from the same model
+    try:
+        out = h.calibrate(models_dir, "tiny-a", srv.url, SOURCES[0], 4, None, False)
+        assert not out[0]["visible"] and not out[1]["visible"]
+        table = out[3]
+        assert list(table.columns) == ["metric", "tiny-a", srv.url]
+        assert list(table["tiny-a"]) == list(table[srv.url])  # same probabilities, same report
+        probe = h.probe(models_dir, "tiny-a", srv.url, 20)
+        cols = list(probe[3].columns)
+        assert probe[3][cols[2]].tolist() == probe[3][cols[3]].tolist()
+    finally:
+        srv.httpd.shutdown()

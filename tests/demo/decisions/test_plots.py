@@ -8,10 +8,10 @@ from core.decision.evalsets import EvalItem
 from demo.decisions.plots import answer_figure, empty_figure, probe_figure, reliability_figure, selective_figure
 from core.decision.reports import PUBLISHED_PROBE, model_report, probe_summary
 
-A = {"q1": {"choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
-     "q2": {"choice": "true", "probabilities": {"true": 0.52, "false": 0.48}}}
-B = {"q1": {"choice": "SEC", "probabilities": {"BIL": 0.1, "SEC": 0.9}},
-     "q2": {"choice": "false", "probabilities": {"true": 0.2, "false": 0.8}}}
+A = {"q1": {"type": "choice", "choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
+     "q2": {"type": "noul", "noul": 0.52}}
+B = {"q1": {"type": "choice", "choice": "SEC", "probabilities": {"BIL": 0.1, "SEC": 0.9}},
+     "q2": {"type": "noul", "noul": 0.2}}
 QUESTIONS = {"q1": "Which team?", "q2": "Page now?"}
 
 

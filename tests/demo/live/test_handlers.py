@@ -28,7 +28,7 @@ def models_dir(tmp_path_factory):
 
 
 def start(replays, models_dir, mode="watch", key=None, path="", **kw):
-    key = key if key is not None else f"local: {models_dir / 'tiny'}"
+    key = key if key is not None else "tiny"  # a discovered folder is keyed by its name
     args = dict(source="generated", family="meeting_scheduling", difficulty="easy", seed=0, heldout=0,
                 rubric="v1", temperature=0.7, max_new_tokens=24, sample_seed=0, int8=False)
     args.update(kw)
@@ -38,7 +38,7 @@ def start(replays, models_dir, mode="watch", key=None, path="", **kw):
 def test_model_list_marks_what_is_here(models_dir):
     picker, note = h.list_models(str(models_dir))
     labels = dict((key, label) for label, key in picker["choices"])
-    tiny = f"local: {models_dir / 'tiny'}"
+    tiny = "tiny"
     assert labels[tiny].startswith("✓") and labels["base 4B (Qwen/Qwen3-4B)"].startswith("✗")
     assert "hf download Qwen/Qwen3-4B" in h.describe_model(str(models_dir), "base 4B (Qwen/Qwen3-4B)", "")
     assert "no folder at" in h.describe_model(str(models_dir), None, "/no/such/model")

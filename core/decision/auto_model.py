@@ -1,0 +1,111 @@
+"""Our rlcd-decision-only-v1 exports as transformers decision models (``AutoModelForDecision``).
+
+Importing this module registers ``LetterReadoutForDecision`` for the body types our exports use,
+so ``transformers.pipeline("decision", model=EXPORT_DIR)`` and ``transformers serve`` answer System
+One requests with our prompt and letter readout: loading goes through our hash-verified
+``load_decider``, a request is tokenized by ``Decider.tokenize`` (one prompt per question, read at
+its last token, like the reference path), and the head is our ``readout``. The published layout
+stays as it is: the export's ``decision.json`` card is the "head config" transformers reads next
+to the weights. Any other folder of those body types loads as the causal LM it is, as before.
+
+    import core.decision.auto_model  # registers
+    transformers.pipeline("decision", model="checkpoints/decision-rlcd")(request)
+"""
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, PreTrainedModel, Qwen3Config
+from transformers.decision import DecisionConfig
+from transformers.decision.modeling_utils import DecisionMixin
+from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
+from transformers.utils import cached_file
+
+from core.decision import system_one
+from core.decision.export import CARD_FILE, FORMAT, load_decider
+from core.decision.readout import readout
+
+BODY_CONFIGS = (Qwen3Config,)
+"""Body types of our exports (every arm is a Qwen3 body); each gets the letter readout registered."""
+
+
+def read_export_card(path: str | Path, **hub_kwargs) -> dict | None:
+    """The export's decision.json when ``path`` is an rlcd-decision-only-v1 export, else None."""
+    found = cached_file(str(path), CARD_FILE, _raise_exceptions_for_missing_entries=False, **hub_kwargs)
+    if found is None:
+        return None
+    try:
+        card = json.loads(Path(found).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return card if isinstance(card, dict) and card.get("format") == FORMAT else None
+
+
+class LetterDecisionConfig(DecisionConfig):
+    """transformers' decision config whose inputs are our prompt, tokenized by our Decider."""
+
+    def prepare_inputs(self, request: dict[str, Any] | str, processor) -> list[tuple[dict, list]]:
+        """One prompt per question: the Decider's prefix + that question's suffix, read at the end."""
+        if isinstance(request, str):
+            request = json.loads(request)
+        if not isinstance(request, dict) or "questions" not in request or "state" not in request:
+            raise ValueError('A request is {"state": ..., "questions": {name: question, ...}}, as a dict or its JSON.')
+        if request.get("assets"):
+            raise ValueError("Images need a model whose processor handles them.")
+        parsed = system_one.parse(request["questions"])
+        req = self._decider.tokenize(request["state"], [system_one.from_parsed(q).primitive for q in parsed])
+        prompts = []
+        for q, suffix in zip(parsed, req.suffixes):
+            ids = torch.tensor([req.prefix + suffix])
+            prompts.append(({"input_ids": ids, "marks": torch.tensor([ids.shape[1]])}, [q]))
+        return prompts
+
+
+class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
+    """Our Decider's body and 26 letter rows as a decision head: option logits at each mark."""
+
+    config_class = Qwen3Config
+    base_model_prefix = "model"
+    _supports_sdpa = _supports_flash_attn = _supports_flex_attn = True  # the body's own attention runs
+
+    def __init__(self, config, decider=None):
+        super().__init__(config)
+        self.model = decider.body if decider is not None else torch.nn.Identity()
+        rows = decider.rows if decider is not None else torch.zeros(26, config.hidden_size)
+        self.register_buffer("letter_rows", rows, persistent=False)
+        self.post_init()
+        self.decider = decider
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, config=None, **kwargs):
+        """Our export through ``load_decider``; any other folder as its causal LM."""
+        hub = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "revision", "token") if k in kwargs}
+        if read_export_card(pretrained_model_name_or_path, **hub) is None:
+            return AutoModelForCausalLM.from_pretrained(pretrained_model_name_or_path, *args, config=config, **kwargs)
+        folder = Path(cached_file(str(pretrained_model_name_or_path), CARD_FILE, **hub)).parent
+        decider = load_decider(folder)
+        model = cls(copy.deepcopy(decider.body.config), decider).eval()
+        decision_config = LetterDecisionConfig()
+        decision_config._decider = decider  # read by prepare_inputs; not a saved setting
+        model.decision_config = decision_config
+        model.name_or_path = model.config.name_or_path = str(pretrained_model_name_or_path)
+        return model
+
+    def forward(self, input_ids, marks, num_options, question_type_ids=None, **kwargs) -> torch.Tensor:
+        """Option logits of every question of one prompt, concatenated (``decide`` splits them)."""
+        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state[0]
+        n = num_options[0].tolist()
+        logits = readout(hidden[marks[0] - 1], self.letter_rows, n)
+        return torch.cat([logits[i, :k] for i, k in enumerate(n)])
+
+
+def register() -> None:
+    """Register the letter readout for each body type (idempotent)."""
+    for config_class in BODY_CONFIGS:
+        MODEL_FOR_DECISION_MAPPING.register(config_class, LetterReadoutForDecision, exist_ok=True)
+
+
+register()

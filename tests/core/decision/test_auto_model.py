@@ -1,0 +1,70 @@
+"""Our exports in transformers' own pipeline: pipeline("decision", model=EXPORT) equals our Decider."""
+
+import pytest
+import torch
+from transformers import pipeline
+
+import core.decision.auto_model  # noqa: F401  (registers our exports as decision models)
+from core.decision import system_one
+from core.decision.auto_model import LetterReadoutForDecision
+from core.decision.export import load_decider
+from tests.fixtures.tiny_chat import build_tiny_chat
+from tests.fixtures.tiny_decision import export_tiny
+
+REQUESTS = [
+    {"state": "Card charged twice, refund missing.", "questions": {
+        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"BIL": "billing", "SEC": None, "INF": "infra"}},
+        "prio": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "mid", "high", "critical"]},
+        "page": {"type": "noul", "instructions": "Page someone now?", "criteria": {"true": "wake on-call"}}}},
+    {"state": {"ticket": "Login fails after reset — Zoë", "tries": 3, "tags": ["auth", "sso"]}, "questions": {
+        "ok": {"type": "noul", "instructions": "Is it resolved?"},
+        "who": {"type": "choice", "instructions": {"ask": "which queue?"}, "criteria": {"a": {"x": 1}, "b": "plain"}}}},
+]
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    return export_tiny(tmp_path_factory.mktemp("exports") / "tiny-a")
+
+
+@pytest.mark.parametrize("request_", REQUESTS)
+def test_pipeline_answers_with_our_deciders_probabilities(export_dir, request_):
+    pipe = pipeline("decision", model=str(export_dir))
+    assert isinstance(pipe.model, LetterReadoutForDecision)
+    theirs, ours = pipe(request_), load_decider(export_dir).score(request_)["answers"]
+    assert list(theirs) == list(ours)
+    for name, answer in theirs.items():
+        assert system_one.probabilities_of(answer) == pytest.approx(system_one.probabilities_of(ours[name]), abs=1e-5)
+        for key, value in answer.items():  # every System One field, the same definitions
+            assert ours[name][key] == (value if isinstance(value, (str, dict)) and key != "probabilities"
+                                       else pytest.approx(value, abs=1e-5)), key
+
+
+def test_other_folders_of_the_same_body_type_still_load_as_causal_lms(tmp_path):
+    pipe = pipeline("decision", model=str(build_tiny_chat(tmp_path / "chat")))
+    assert not isinstance(pipe.model, LetterReadoutForDecision)
+    answer = pipe({"state": "s", "questions": {"q": {"type": "choice", "criteria": {"a": None, "b": None}}}})
+    assert sum(answer["q"]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_bad_requests_are_refused_in_the_pipeline_with_named_questions(export_dir):
+    pipe = pipeline("decision", model=str(export_dir))
+    with pytest.raises(ValueError, match="Question 'bad'"):
+        pipe({"state": "s", "questions": {"bad": {"type": "rank"}}})
+    with pytest.raises(ValueError, match="question 'n': a noul must be phrased as a question"):
+        pipe({"state": "s", "questions": {"n": {"type": "noul", "instructions": "Page now"}}})
+
+
+def test_importing_core_decision_after_transformers_registers_our_exports(export_dir):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import transformers, core.decision\n"
+            f"pipe = transformers.pipeline('decision', model={str(export_dir)!r})\n"
+            "print(type(pipe.model).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(Path(__file__).resolve().parents[3]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "LetterReadoutForDecision"
