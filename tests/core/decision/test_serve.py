@@ -34,6 +34,6 @@ def test_served_export_answers_with_the_local_deciders_probabilities(tmp_path):
                                                                  abs=1e-5)
         if "confidence" in ans:
             assert ans["confidence"] == pytest.approx(local["answers"][name]["confidence"], abs=1e-5)
-    # the server tokenizes one prompt per question, so the state counts once per question there
+    # the server tokenizes one prompt per question, so the prefix counts once per question there
     n = len(REQUEST["questions"])
-    assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"] + (n - 1) * local["usage"]["state_tokens"]
+    assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"] + (n - 1) * local["usage"]["prefix_tokens"]
