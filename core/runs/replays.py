@@ -18,7 +18,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
-from core.runs.episode_table import Comparison, Filters, compare_runs, episode_table, filter_table, record_row
+from core.runs.comparison import Comparison, RubricMismatch, compare_tables
+from core.runs.episode_table import Filters, episode_table, filter_table, record_row
 from core.records import Episode
 
 LOG_NAME = "episodes.jsonl"
@@ -31,7 +32,7 @@ class RunNotFound(LookupError):
     """A run name that is malformed or names no run under the replays directory."""
 
 
-VIEW_ERRORS = (RunNotFound, EpisodeLogError)
+VIEW_ERRORS = (RunNotFound, EpisodeLogError, RubricMismatch)
 """What opening a run or an episode can raise; handlers turn these into a message."""
 
 
@@ -251,10 +252,11 @@ def upload_note(run: LoadedRun) -> str:
 
 
 def compare_named(root: str | Path, run_a: str, run_b: str, uploads: dict | None = None) -> Comparison:
-    """``compare_runs`` on two runs given by name."""
+    """``core.runs.comparison.compare_tables`` on two runs given by name (the CLI's own comparison)."""
     if not run_a or not run_b:
         raise RunNotFound("pick two runs to compare")
-    return compare_runs(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table)
+    return compare_tables(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table,
+                          name_a=run_a, name_b=run_b)
 
 
 def compared_episodes(root: str | Path, run_a: str, run_b: str, scenario: str,

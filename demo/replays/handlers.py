@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 import gradio as gr
 import pandas as pd
 
+from core.runs import comparison
 from core.runs import episode_table as table
 from demo.replays import plots
 from core.runs import replays
@@ -146,9 +147,9 @@ def compare(root, uploads, run_a, run_b):
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
         return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
-    return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
+    return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
+            gr.update(choices=list(comp.table["scenario"]), value=comparison.largest_gap(comp)))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):

@@ -146,6 +146,18 @@ def test_compare_with_a_missing_run(root):
     assert h.compare_episode(root, {}, ORACLE, "../x", "s") == ([], [])
 
 
+def test_compare_refuses_runs_of_different_rubric_versions(root):
+    """The tab uses the CLI's comparison: a v1 run against a v2 run is refused, saying why."""
+    v2 = Path(root) / "fixture-set" / "guess-v2"
+    v2.mkdir()
+    lines = (Path(root) / "fixture-set" / "guess" / "episodes.jsonl").read_text().splitlines()
+    v2.joinpath("episodes.jsonl").write_text(
+        "".join(json.dumps({**json.loads(line), "rubric": "v2"}) + "\n" for line in lines))
+    note, diff, fig, scenarios = h.compare(root, {}, ORACLE, "fixture-set/guess-v2")
+    assert note.startswith("⚠") and "rubric v1" in note and "under v2" in note and "not comparable" in note
+    assert diff is None and scenarios["choices"] == [] and not fig.data
+
+
 @pytest.mark.parametrize("runs", [["../../etc"], ["upload:gone.jsonl"], [ORACLE, "nope"]])
 def test_unknown_runs_are_reported_not_raised(root, runs):
     shown, picker, count = h.filter_episodes(root, {}, runs, *NO_FILTERS)
