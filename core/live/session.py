@@ -32,7 +32,7 @@ from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.live.streaming import GenerationSettings, stream_turn
 from core.runs.summary import summarize
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
-from core.runs.transcripts import chat_messages, turn_messages
+from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 from core.clarify.user_sim import match_field, normalise_question
 
 Mode = Literal["watch", "user", "agent"]
@@ -330,17 +330,18 @@ def messages(session: LiveSession) -> list[dict]:
     episode = session.episode()
     if session.done:
         return chat_messages(episode)
-    out = [{"role": "user", "content": session.scenario.request}]
+    out = [{"role": "user", "content": inert(session.scenario.request)}]
     for turn in session.env.turns:
         out.extend(turn_messages(episode, turn))
     if session.draft:
         out.append({"role": "assistant", "content": f"✍️ *generating ({session.draft_tokens} tokens)*\n"
-                    f"```\n{session.draft}\n```"})
+                    f"{fenced(session.draft)}"})
     if session.pending is not None:
         question = session.pending.call.arguments["question"]
-        about = session.pending.field or "no field (the simulator would not reveal anything)"
-        out.append({"role": "assistant", "content": str(question)})
-        out.append({"role": "assistant", "content": f"```\n{session.pending.raw.strip()}\n```",
+        about = inert(session.pending.field) if session.pending.field else \
+            "no field (the simulator would not reveal anything)"
+        out.append({"role": "assistant", "content": inert(question)})
+        out.append({"role": "assistant", "content": fenced(session.pending.raw.strip()),
                     "metadata": {"title": f"ask_question → waiting for your answer · about: {about}",
                                  "status": "pending"}})
     return out

@@ -19,6 +19,7 @@ import pandas as pd
 
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
 from core.runs.comparison import Comparison, RubricMismatch, compare_tables
+from core.runs.transcripts import inert
 from core.runs.episode_table import Filters, episode_table, filter_table, record_row
 from core.records import Episode
 
@@ -245,7 +246,7 @@ def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
     note = f"✓ Opened **{run.name}**: {len(run)} episodes."
     if run.problems:
-        shown = "\n".join(f"- {p}" for p in run.problems[:10])
+        shown = "\n".join(f"- {inert(p)}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""
         note += f" Skipped {len(run.problems)} bad record(s), as asked:\n{shown}{more}"
     return note

@@ -16,6 +16,7 @@ from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
 from core.decision import reports
+from core.runs.transcripts import inert
 from demo.decisions import builder as views
 
 MAX_QUESTIONS = 6
@@ -26,7 +27,7 @@ TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score /
 
 def _error(message: str | None) -> dict:
     """An error line next to a field (hidden when there is nothing to say)."""
-    return gr.update(value=f"⚠ {message}" if message else "", visible=bool(message))
+    return gr.update(value=f"⚠ {inert(message)}" if message else "", visible=bool(message))
 
 
 def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
@@ -55,9 +56,9 @@ def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
     entry = next((e for e in models.entries(models_dir or None) if e.key == key), None)
     if entry is None:
-        return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
+        return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = models.check(entry)
-    return f"{'✓' if found.ok else '⚠ not available:'} {entry.note}. {found.message}"
+    return f"{'✓' if found.ok else '⚠ not available:'} {inert(entry.note)}. {inert(found.message)}"
 
 
 # ---- state and question builder
@@ -195,7 +196,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
-    note = f"{len(items)} rows from {source} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]

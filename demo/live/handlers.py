@@ -60,9 +60,10 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
     try:
         entry = _entry(models_dir, key, path)
     except (live.LiveError, KeyError) as exc:
-        return f"⚠️ {exc}"
+        return f"⚠️ {transcripts.inert(exc)}"
     found = registry.check(entry, MODELS.cache_dir)
-    return f"{'✓ available' if found.ok else '✗ unavailable'} · **{entry.key}**: {found.message}"
+    return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
+            f"{transcripts.inert(found.message)}")
 
 
 def _budget(session: live.LiveSession | None) -> str:
@@ -77,7 +78,8 @@ def _card(session: live.LiveSession | None) -> str:
     if session is None:
         return "Start an episode to see its task."
     s = session.scenario
-    return (f"**{s.id}** · {s.family} · {s.difficulty} ({s.title})\n\n> {s.request}\n\n"
+    return (f"**{transcripts.inert(s.id)}** · {s.family} · {s.difficulty} ({transcripts.inert(s.title)})\n\n"
+            f"> {transcripts.inert(s.request)}\n\n"
             f"Required plan fields: {', '.join(f'`{k}`' for k in s.required_keys)}")
 
 
@@ -127,7 +129,7 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
         entry = None if mode == "agent" else _entry(models_dir, key, path)
         session = live.start(mode, scenario, rubric, entry, settings, previous=session)
     except (live.LiveError, KeyError, ValueError) as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
@@ -143,7 +145,7 @@ def play(session, replays_dir, progress=gr.Progress()):
         for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop
     except (live.LiveError, registry.ModelLoadError, RuntimeError) as exc:
-        yield *view(session, replays_dir, f"⚠️ {exc}"), stop
+        yield *view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}"), stop
 
 
 def request_stop(stop: threading.Event | None) -> str:
@@ -159,7 +161,7 @@ def answer(session, replays_dir, text):
     try:
         session = live.answer_question(session, text)
     except live.LiveError as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
@@ -167,7 +169,7 @@ def _agent_move(session, replays_dir, tool, text=""):
     try:
         session = live.agent_move(session, tool, text)
     except live.LiveError as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 

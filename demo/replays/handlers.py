@@ -46,7 +46,8 @@ def on_load(root: str, request: gr.Request | None = None):
     query = dict(request.query_params) if request is not None else {}
     run = query.get("run") if query.get("run") in names else (names[0] if names else None)
     asked = query.get("run")
-    note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
+    note = (f"⚠ No run named {transcripts.inert(asked)}; showing {transcripts.inert(run)} instead."
+            if asked and asked != run else "")
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
     b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
@@ -67,7 +68,7 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     try:
         rows = replays.filtered_rows(root, runs or [], filters, uploads)
     except replays.VIEW_ERRORS as exc:
-        return None, gr.update(choices=[]), f"⚠ {exc}"
+        return None, gr.update(choices=[]), f"⚠ {transcripts.inert(exc)}"
     head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
@@ -92,10 +93,10 @@ def show_episode(root, uploads, key):
     try:
         episode = replays.find_episode(root, run, episode_id, uploads)
     except replays.VIEW_ERRORS as exc:
-        return f"⚠ {exc}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
+        return f"⚠ {transcripts.inert(exc)}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
     marks = transcripts.marks_frame(transcripts.field_marks(episode))
-    link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
-        f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
+    query = urlencode({"run": run, "episode": episode_id})  # the # of an episode id travels as %23
+    link = "" if run.startswith(replays.UPLOAD_PREFIX) else f"Permalink: [{transcripts.inert('?' + query)}](?{query})"
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
             plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
 
@@ -109,7 +110,7 @@ def upload_log(root, file, keep_valid, uploads, picked):
     try:
         run = replays.load_upload(file, keep_valid=bool(keep_valid))
     except EpisodeLogError as exc:
-        return uploads, f"✗ {exc}", gr.update(), gr.update(), gr.update(), None
+        return uploads, f"✗ {transcripts.inert(exc)}", gr.update(), gr.update(), gr.update(), None
     uploads = {**(uploads or {}), run.name: run}
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
@@ -146,7 +147,8 @@ def compare(root, uploads, run_a, run_b):
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
-        return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
+        return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
+                gr.update(choices=[]))
     return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=comparison.largest_gap(comp)))

@@ -35,7 +35,7 @@ def _filters() -> list[gr.components.Component]:
 def _episode_view():
     header = gr.Markdown(h.PICK_HINT)
     with gr.Row():
-        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
+        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"], autoscroll=False,
                           feedback_options=None, group_consecutive_messages=False)
         with gr.Column(scale=6):
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
@@ -84,8 +84,8 @@ def _compare_tab() -> SimpleNamespace:
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)
     with gr.Row():
-        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
-        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
+        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None, autoscroll=False)
+        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None, autoscroll=False)
     return SimpleNamespace(run_a=run_a, run_b=run_b, note=note, plot=plot, table=table,
                            scenario=scenario, chat_a=chat_a, chat_b=chat_b)
 

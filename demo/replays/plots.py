@@ -4,6 +4,7 @@ Colours are fixed per task family and per rubric component across every chart, s
 learns them once; several runs in one chart differ by bar pattern, never by family colour.
 """
 
+from html import escape
 from typing import Sequence
 
 import pandas as pd
@@ -28,6 +29,11 @@ def short_component(name: str) -> str:
     return name.removesuffix("Rubric")
 
 
+def label(text) -> str:
+    """Untrusted text for a plotly title or label: plotly reads tags (links, <b>) in text, entities it shows."""
+    return escape(str(text), quote=False)
+
+
 def family_color(family: str) -> str:
     return FAMILY_COLORS.get(family, "#7F7F7F")
 
@@ -37,7 +43,7 @@ def _run_legend(fig: go.Figure, runs: Sequence[str]) -> None:
     if len(runs) < 2:
         return
     for i, run in enumerate(runs):
-        fig.add_bar(x=[None], y=[None], name=str(run), legendgroup="runs", legendgrouptitle_text="run",
+        fig.add_bar(x=[None], y=[None], name=label(run), legendgroup="runs", legendgrouptitle_text="run",
                     marker=dict(color="#BBBBBB", pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])))
 
 
@@ -63,11 +69,11 @@ def family_bars(scores: pd.DataFrame) -> go.Figure:
     for i, (run, rows) in enumerate(groups):
         colors = [family_color(f) for f in rows["family"]]
         pattern = RUN_PATTERNS[i % len(RUN_PATTERNS)]
-        fig.add_bar(x=rows["family"], y=rows["mean"], name=str(run), offsetgroup=str(i), showlegend=False,
+        fig.add_bar(x=[label(f) for f in rows["family"]], y=rows["mean"], name=label(run), offsetgroup=str(i), showlegend=False,
                     marker=dict(color=colors, pattern=dict(shape=pattern)),
                     customdata=rows[["max", "n"]], hovertemplate=(
                         "%{x}<br>mean %{y:.3f}<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
-        fig.add_scatter(x=rows["family"], y=rows["max"], mode="markers", offsetgroup=str(i),
+        fig.add_scatter(x=[label(f) for f in rows["family"]], y=rows["max"], mode="markers", offsetgroup=str(i),
                         marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
                         showlegend=False, hoverinfo="skip")
     _run_legend(fig, [run for run, _ in groups])
@@ -85,11 +91,11 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
     for i, run in enumerate(runs):
         rows = frame[frame["run"] == run]
         for family, fam_rows in rows.groupby("family", observed=True):
-            fig.add_histogram(x=fam_rows[column], name=family, legendgroup=family, xbins=bins,
+            fig.add_histogram(x=fam_rows[column], name=label(family), legendgroup=label(family), xbins=bins,
                               marker=dict(color=family_color(family),
                                           pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
                               showlegend=i == 0, offsetgroup=str(i),
-                              hovertemplate=f"{run}<br>{family}<br>%{{x}}: %{{y}} episodes<extra></extra>")
+                              hovertemplate=f"{label(run)}<br>{label(family)}<br>%{{x}}: %{{y}} episodes<extra></extra>")
     _run_legend(fig, runs)
     fig.update_xaxes(title=xtitle, range=xrange)
     fig.update_yaxes(title="episodes")
@@ -164,9 +170,9 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
                 hovertemplate="%{x}<br>contributes %{y:.3f}<extra></extra>")
     if recorded is not None and recorded.breakdown:
         fig.add_scatter(x=labels, y=[recorded.breakdown.get(n) for n in names], mode="markers",
-                        name=f"recorded by {recorded.source}", marker=dict(symbol="diamond", size=11, color="#111"),
+                        name=f"recorded by {label(recorded.source)}", marker=dict(symbol="diamond", size=11, color="#111"),
                         hovertemplate="%{x}<br>recorded %{y:.3f}<extra></extra>")
-        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {recorded.source} "
+        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {label(recorded.source)} "
                                               f"(score {recorded.score:.3f}) · solid: weight × value")
     fig.update_yaxes(range=[0, 1.15], title="value")
     return fig
@@ -174,12 +180,12 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
 
 def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:
     """Per-scenario score difference (a - b), coloured by family, sorted."""
-    title = f"Score difference per shared scenario: {run_a} − {run_b}"
+    title = f"Score difference per shared scenario: {label(run_a)} − {label(run_b)}"
     if table.empty:
         return _empty(title, "the two runs share no scenario")
     rows = table.sort_values("diff")
     fig = go.Figure(layout=dict(title=title, **_LAYOUT))
-    fig.add_bar(x=rows["scenario"], y=rows["diff"],
+    fig.add_bar(x=[label(s) for s in rows["scenario"]], y=rows["diff"],
                 marker=dict(color=[family_color(f) for f in rows["family"]]),
                 hovertemplate="%{x}<br>difference %{y:+.3f}<extra></extra>")
     fig.update_xaxes(showticklabels=len(rows) <= 30, title="scenario (sorted by difference)")
