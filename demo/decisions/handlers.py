@@ -43,12 +43,22 @@ def _visibility(n: int) -> list[dict]:
 # ---- model picker
 
 
-def model_choices(models_dir: str):
-    """Both pickers' choices (label says when a model is unavailable) and the first usable model."""
+def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
+    """Both pickers' entries (label says when a model is unavailable) and the first usable model.
+
+    The layout fills the pickers with these at build time, so the API schema names every model
+    and ``gradio_client`` can call /ask, /calibrate and /probe without loading the page first.
+    """
     found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
     labels = [(e.key + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
-    return (gr.update(choices=labels, value=first), gr.update(choices=[("(none)", "")] + labels, value=""),
+    return labels, [("(none)", "")] + labels, first
+
+
+def model_choices(models_dir: str):
+    """Page load: both pickers refreshed (an export added since start-up shows up) and the note."""
+    labels, optional, first = picker_choices(models_dir)
+    return (gr.update(choices=labels, value=first), gr.update(choices=optional, value=""),
             model_note(models_dir, first))
 
 

@@ -71,8 +71,7 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
                 example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
-                model_a = gr.Dropdown([], label="Decision model", scale=3)
-                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3)
+                model_a, model_b = _model_dropdowns(models_dir.value, scale=3)
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
             state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
@@ -102,10 +101,16 @@ def _ask_panel(models_dir: gr.State):
     return model_a, model_b, model_note
 
 
-def _pickers():
+def _model_dropdowns(models_dir: str, scale: int):
+    """The two model pickers, filled now (the API schema lists every model) and refreshed on load."""
+    labels, optional, first = h.picker_choices(models_dir)
+    return (gr.Dropdown(labels, value=first, label="Decision model", scale=scale),
+            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=scale))
+
+
+def _pickers(models_dir: str):
     with gr.Row(equal_height=True):
-        model_a = gr.Dropdown([], label="Decision model", scale=1)
-        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1)
+        model_a, model_b = _model_dropdowns(models_dir, scale=1)
     note = gr.Markdown()
     return model_a, model_b, note, _error_line()
 
@@ -113,7 +118,7 @@ def _pickers():
 def _calibration_panel(models_dir: gr.State):
     with gr.Row():
         with gr.Column(scale=4):
-            model_a, model_b, note, model_err = _pickers()
+            model_a, model_b, note, model_err = _pickers(models_dir.value)
             source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
             contexts = gr.Slider(10, 1000, value=50, step=10, label="Contexts (test split) / tickets per kind (probe)",
                                  info="Every row runs through the model on this CPU; start small.")
@@ -139,7 +144,7 @@ def _calibration_panel(models_dir: gr.State):
 
 def _probe_panel(models_dir: gr.State):
     gr.Markdown(PROBE_HELP)
-    model_a, model_b, note, model_err = _pickers()
+    model_a, model_b, note, model_err = _pickers(models_dir.value)
     tickets = gr.Slider(20, 500, value=100, step=10, label="Tickets per kind (one-cue, two-cue)")
     set_err = _error_line()
     run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
