@@ -21,6 +21,8 @@ from core.runs.episode_log import EpisodeLogError
 EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
+NO_PAIR = (gr.update(value=[], label="Run a"), gr.update(value=[], label="Run b"))
+"""The side-by-side chats when there is no shared scenario to show (labels reset, so none names an old run)."""
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
 
 
@@ -143,15 +145,20 @@ def overview(root, uploads, runs, *filter_values):
 
 
 def compare(root, uploads, run_a, run_b):
-    """Paired comparison of two runs on their shared scenarios."""
+    """Paired comparison of two runs on their shared scenarios, with the largest gap's two episodes.
+
+    The transcripts come back with the table, so switching a run always refreshes them, even
+    when the scenario picked stays the same (then the scenario picker fires no change)."""
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
         return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
-                gr.update(choices=[]))
+                gr.update(choices=[], value=None), *NO_PAIR)
+    gap = comparison.largest_gap(comp)
     return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=comparison.largest_gap(comp)))
+            gr.update(choices=list(comp.table["scenario"]), value=gap),
+            *(compare_episode(root, uploads, run_a, run_b, gap) if gap else NO_PAIR))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):

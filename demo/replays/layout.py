@@ -118,8 +118,10 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
     root, uploads = state
     selection = [top.runs, *ep.filters]
     triggers = [top.runs.change, *[f.change for f in ep.filters[:-1]], ep.filters[-1].submit]
-    demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker, top.query_note],
-              api_name="replays_load")
+    loaded = demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker,
+                                           top.query_note], api_name="replays_load")
+    compared = [cmp.note, cmp.table, cmp.plot, cmp.scenario, cmp.chat_a, cmp.chat_b]
+    loaded.then(h.compare, state + [cmp.run_a, cmp.run_b], compared, api_name=False)  # both runs are set now
     gr.on(triggers, h.filter_episodes, state + selection, [ep.table, ep.picker, ep.count],
           api_name="filter_episodes")
     gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
@@ -130,7 +132,7 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
                       api_name="upload_log")
     ep.csv_btn.click(h.export_table, state + selection, [ep.export], api_name="export_csv")
     ep.jsonl_btn.click(h.export_episodes, state + selection, [ep.export], api_name="export_jsonl")
-    gr.on([cmp.run_a.change, cmp.run_b.change], h.compare, state + [cmp.run_a, cmp.run_b],
-          [cmp.note, cmp.table, cmp.plot, cmp.scenario], api_name="compare")
-    cmp.scenario.change(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
+    gr.on([cmp.run_a.input, cmp.run_b.input], h.compare, state + [cmp.run_a, cmp.run_b], compared,
+          api_name="compare")
+    cmp.scenario.input(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
                         [cmp.chat_a, cmp.chat_b], api_name="compare_episode")

@@ -68,3 +68,26 @@ def test_uploads_bad_then_good(browser, app_url, tmp_path):
     page.get_by_text("Opened upload:published_trace_small.json", exact=False).wait_for(timeout=30000)
     page.get_by_text("9 episodes").wait_for(timeout=20000)  # the run picked on load (6) plus the 3 uploaded
     page.screenshot(path=str(tmp_path / "replays_upload.png"), full_page=True)
+
+
+def _pick(page, label, option):
+    page.get_by_label(label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_compare_shows_the_runs_picked_after_switching(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    page.get_by_role("tab", name="Compare").click()
+    # On first open both runs are filled and compared (never "pick two runs").
+    page.get_by_text("shared scenarios (rubric v1)", exact=False).wait_for(timeout=30000)
+    assert page.get_by_text("pick two runs").count() == 0
+    page.get_by_text("a: fixture-set/guess · score", exact=False).first.wait_for(timeout=20000)
+    # Swap the runs: the largest-gap scenario stays the same, and both transcripts must follow.
+    _pick(page, "Run a", "fixture-set/oracle")
+    _pick(page, "Run b", "fixture-set/guess")
+    page.get_by_text("`fixture-set/oracle` − `fixture-set/guess`", exact=False).or_(
+        page.get_by_text("fixture-set/oracle − fixture-set/guess", exact=False)).first.wait_for(timeout=20000)
+    page.get_by_text("a: fixture-set/oracle · score", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("b: fixture-set/guess · score", exact=False).first.wait_for(timeout=20000)
+    assert page.get_by_text("a: fixture-set/guess · score", exact=False).count() == 0
+    page.screenshot(path=str(tmp_path / "replays_compare_switched.png"), full_page=True)

@@ -132,7 +132,7 @@ def test_overview_returns_four_figures(root):
 
 
 def test_compare_and_side_by_side(root):
-    note, diff, fig, scenarios = h.compare(root, {}, ORACLE, GUESS)
+    note, diff, fig, scenarios, *_ = h.compare(root, {}, ORACLE, GUESS)
     assert "**6** shared scenarios" in note and len(diff) == 6 and len(scenarios["choices"]) == 6
     assert scenarios["value"] == "seed6_meeting_scheduling_hard"  # the largest gap opens first
     chat_a, chat_b = h.compare_episode(root, {}, ORACLE, GUESS, scenarios["choices"][0])
@@ -141,7 +141,7 @@ def test_compare_and_side_by_side(root):
 
 
 def test_compare_with_a_missing_run(root):
-    note, diff, _, scenarios = h.compare(root, {}, ORACLE, None)
+    note, diff, _, scenarios, *_ = h.compare(root, {}, ORACLE, None)
     assert note.startswith("⚠") and diff is None and scenarios["choices"] == []
     assert h.compare_episode(root, {}, ORACLE, "../x", "s") == ([], [])
 
@@ -153,9 +153,19 @@ def test_compare_refuses_runs_of_different_rubric_versions(root):
     lines = (Path(root) / "fixture-set" / "guess" / "episodes.jsonl").read_text().splitlines()
     v2.joinpath("episodes.jsonl").write_text(
         "".join(json.dumps({**json.loads(line), "rubric": "v2"}) + "\n" for line in lines))
-    note, diff, fig, scenarios = h.compare(root, {}, ORACLE, "fixture-set/guess-v2")
+    note, diff, fig, scenarios, *_ = h.compare(root, {}, ORACLE, "fixture-set/guess-v2")
     assert note.startswith("⚠") and "rubric v1" in note and "under v2" in note and "not comparable" in note
     assert diff is None and scenarios["choices"] == [] and not fig.data
+
+
+def test_compare_returns_the_transcripts_of_the_runs_it_compares(root):
+    """Swapping a and b keeps the same largest-gap scenario, so the chats must come with the table."""
+    *_, chat_a, chat_b = h.compare(root, {}, ORACLE, GUESS)
+    *_, swapped_a, swapped_b = h.compare(root, {}, GUESS, ORACLE)
+    assert chat_a["label"].startswith(f"a: {ORACLE}") and swapped_a["label"].startswith(f"a: {GUESS}")
+    assert swapped_a["value"] == chat_b["value"] and swapped_b["value"] == chat_a["value"]
+    *_, none_a, none_b = h.compare(root, {}, ORACLE, "nope")
+    assert none_a == {"__type__": "update", "value": [], "label": "Run a"} and none_b["value"] == []
 
 
 @pytest.mark.parametrize("runs", [["../../etc"], ["upload:gone.jsonl"], [ORACLE, "nope"]])
