@@ -199,6 +199,19 @@ def runs_table(root: str | Path, names: Sequence[str], uploads: dict | None = No
     return frame
 
 
+def known_runs(root: str | Path, names: Sequence[str], uploads: dict | None = None) -> tuple[list[str], list[str]]:
+    """Split picked run names into those that exist (in order) and a message for each that does not."""
+    known, problems = [], []
+    for name in dict.fromkeys(names):
+        try:
+            if not (uploads and name in uploads):
+                get_run(root, name, uploads) if str(name).startswith(UPLOAD_PREFIX) else resolve_run(root, name)
+            known.append(name)
+        except RunNotFound as exc:
+            problems.append(str(exc))
+    return known, problems
+
+
 def find_episode(root: str | Path, run: str, episode_id: str, uploads: dict | None = None) -> Episode:
     """One episode of a run by its id (``scenario#sample``); RunNotFound names what is missing."""
     loaded = get_run(root, run, uploads)

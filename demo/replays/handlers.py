@@ -63,12 +63,23 @@ def _filters(runs, families, difficulties, score_min, score_max, gate, terminati
                            terminations=tuple(terminations or ()), text=text or "")
 
 
+def _known(root, uploads, runs):
+    """The picked runs that exist, and one warning line naming the others (left out, not fatal)."""
+    known, problems = replays.known_runs(root, runs or [], uploads)
+    warn = "" if not problems else "⚠ " + "; ".join(transcripts.inert(p) for p in problems) + \
+        " (left out: remove it from Runs, or pick a run from the list)"
+    return known, warn
+
+
 def filter_episodes(root, uploads, runs, families, difficulties, score_min, score_max, gate,
                     terminations, text):
-    """Episode table of the picked runs under the filters, plus the episode picker's choices."""
-    filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
+    """Episode table of the picked runs under the filters, plus the episode picker's choices.
+
+    A picked name that is no run (a typo) is left out with a warning; the other runs stay shown."""
+    known, warn = _known(root, uploads, runs)
+    filters = _filters(known, families, difficulties, score_min, score_max, gate, terminations, text)
     try:
-        rows = replays.filtered_rows(root, runs or [], filters, uploads)
+        rows = replays.filtered_rows(root, known, filters, uploads)
     except replays.VIEW_ERRORS as exc:
         return None, gr.update(choices=[]), f"⚠ {transcripts.inert(exc)}"
     head = rows.head(EPISODE_CHOICES_MAX)
@@ -76,7 +87,7 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
-    return table.display_frame(rows), gr.update(choices=picks), count
+    return table.display_frame(rows), gr.update(choices=picks), f"{warn}\n\n{count}" if warn else count
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
@@ -119,23 +130,35 @@ def upload_log(root, file, keep_valid, uploads, picked):
             gr.update(choices=names), gr.update(choices=names), None)
 
 
+def _export_rows(root, uploads, runs, filter_values):
+    """The rows an export writes; a picked name that is no run stops the export with its reason."""
+    known, warn = _known(root, uploads, runs)
+    if warn:
+        raise gr.Error(f"Nothing exported: {'; '.join(replays.known_runs(root, runs or [], uploads)[1])}. "
+                       "Remove it from Runs, then export again.", print_exception=False)
+    if not known:
+        raise gr.Error("Nothing exported: pick at least one run.", print_exception=False)
+    return replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
+
+
 def export_table(root, uploads, runs, *filter_values):
     """Write the filtered table to a CSV file for download."""
-    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    rows = _export_rows(root, uploads, runs, filter_values)
     return gr.update(value=str(table.export_csv(table.display_frame(rows))), visible=True)
 
 
 def export_episodes(root, uploads, runs, *filter_values):
     """Write the filtered episodes to a JSONL log for download."""
-    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    rows = _export_rows(root, uploads, runs, filter_values)
     return gr.update(value=str(replays.export_jsonl(replays.rows_episodes(root, rows, uploads))),
                      visible=True)
 
 
 def overview(root, uploads, runs, *filter_values):
     """The four overview charts for the picked runs under the filters."""
+    known, _ = _known(root, uploads, runs)
     try:
-        rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+        rows = replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
     except replays.VIEW_ERRORS:
         rows = table.episode_table([])
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),

@@ -91,3 +91,21 @@ def test_compare_shows_the_runs_picked_after_switching(browser, app_url, tmp_pat
     page.get_by_text("b: fixture-set/guess · score", exact=False).first.wait_for(timeout=20000)
     assert page.get_by_text("a: fixture-set/guess · score", exact=False).count() == 0
     page.screenshot(path=str(tmp_path / "replays_compare_switched.png"), full_page=True)
+
+
+def test_typo_run_name_is_refused_and_the_table_stays(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    page.get_by_text("6 episodes").wait_for(timeout=20000)
+    runs = page.get_by_label("Runs")
+    runs.click()
+    runs.type("fixture-set/typo")
+    runs.press("Enter")
+    page.keyboard.press("Escape")
+    page.get_by_text("no run named 'fixture-set/typo'", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("6 episodes").wait_for(timeout=20000)  # the real run's rows are still there
+    table = page.locator("#replay-table")
+    assert table.get_by_text("seed1_meeting_scheduling_easy#0").count() >= 1
+    page.get_by_role("button", name="⬇ Table as CSV").click()
+    page.get_by_text("Nothing exported", exact=False).first.wait_for(timeout=20000)
+    assert page.get_by_text("Remove it from Runs", exact=False).count() >= 1
+    page.screenshot(path=str(tmp_path / "replays_typo.png"), full_page=True)

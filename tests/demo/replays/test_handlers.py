@@ -170,7 +170,12 @@ def test_compare_returns_the_transcripts_of_the_runs_it_compares(root):
 
 @pytest.mark.parametrize("runs", [["../../etc"], ["upload:gone.jsonl"], [ORACLE, "nope"]])
 def test_unknown_runs_are_reported_not_raised(root, runs):
+    """A name that is no run is left out with a warning; the runs that exist stay in the table."""
     shown, picker, count = h.filter_episodes(root, {}, runs, *NO_FILTERS)
-    assert shown is None and count.startswith("⚠") and picker["choices"] == []
+    real = [r for r in runs if r == ORACLE]
+    assert count.startswith("⚠") and "left out" in count and len(shown) == 6 * len(real)
+    assert len(picker["choices"]) == 6 * len(real) and set(shown["run"]) == set(real)
     figs = h.overview(root, {}, runs, *NO_FILTERS)
-    assert all(not f.data for f in figs)
+    assert all(bool(f.data) == bool(real) for f in figs)
+    with pytest.raises(gr.Error, match="Nothing exported: .*Remove it from Runs"):
+        h.export_table(root, {}, runs, *NO_FILTERS)
