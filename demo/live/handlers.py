@@ -125,7 +125,7 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     """Start button: a new episode in this session (the model is loaded by ``play``)."""
     try:
         settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
-        scenario = live.pick_scenario(source, family, difficulty, int(seed), int(heldout))
+        scenario = live.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
         entry = None if mode == "agent" else _entry(models_dir, key, path)
         session = live.start(mode, scenario, rubric, entry, settings, previous=session)
     except (live.LiveError, KeyError, ValueError) as exc:

@@ -41,7 +41,9 @@ def _pickers(models_dir):
         family = gr.Dropdown(["any", *FAMILIES], value="event_planning", label="Family", scale=2)
         difficulty = gr.Radio(list(DIFFICULTIES), value="easy", label="Difficulty", scale=2)
         seed = gr.Number(value=0, precision=0, label="Scenario seed", scale=1)
-        heldout = gr.Number(value=0, precision=0, minimum=0, maximum=299, label="Held-out index", scale=1)
+        # No minimum/maximum here: gradio would refuse every Start over this box even when the source
+        # is "Generated"; core.live.session checks the index only when the held-out list is used.
+        heldout = gr.Number(value=0, precision=0, label="Held-out index (0-299)", scale=1)
     defaults = GenerationSettings()
     with gr.Accordion("Generation settings", open=False):
         with gr.Row():
