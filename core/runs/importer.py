@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.clarify.environment import ClarifyEnv
-from core.runs.episode_log import EpisodeLogError, LogReport, read_episodes, write_episodes
+from core.runs.episode_log import ENCODING, TOO_DEEP, EpisodeLogError, LogReport, read_episodes, write_episodes
 from core.clarify.families import FAMILIES, MAX_STEPS, RUBRIC_WEIGHTS, TITLES
 from core.records import Episode, Recorded, RewardBreakdown, Scenario, Turn
 from core.clarify.scenarios import generate_scenario
@@ -66,7 +66,9 @@ def read_log(path: str | Path, *, keep_valid: bool = False) -> tuple[Format, Log
     if fmt == "episodes":
         return fmt, read_episodes(path, strict=not keep_valid)
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
+        items = json.loads(path.read_text(encoding=ENCODING))
+    except RecursionError:
+        raise EpisodeLogError(f"{path.name}: {TOO_DEEP}") from None
     except UnicodeDecodeError:
         raise EpisodeLogError(f"{path.name}: not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
@@ -111,7 +113,7 @@ def _tool_result(text: str) -> dict:
     """A tool result message: a JSON object, then a reminder line we drop."""
     try:
         obj, _ = json.JSONDecoder().raw_decode(text.lstrip())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {"text": text}
     return obj if isinstance(obj, dict) else {"value": obj}
 

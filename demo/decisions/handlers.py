@@ -30,6 +30,17 @@ def _error(message: str | None) -> dict:
     return gr.update(value=f"⚠ {inert(message)}" if message else "", visible=bool(message))
 
 
+def check_upload(upload: str | None) -> dict:
+    """A new labelled file: its own error at once (or none), never the previous file's."""
+    if not upload:
+        return _error(None)
+    try:
+        evalset.load_items(evalset.SOURCES[2], 0, upload)
+    except ValueError as err:
+        return _error(str(err))
+    return _error(None)
+
+
 def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
     """The first ``n`` builder rows from the flat (type, question, options) values."""
     return [views.QuestionRow(values[3 * i] or "choice", values[3 * i + 1] or "", values[3 * i + 2] or "")

@@ -137,6 +137,7 @@ def _calibration_panel(models_dir: gr.State):
             ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
             ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    upload.change(h.check_upload, upload, set_err, api_name=False)  # this file's message, no earlier one
     run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature],
               [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
     return model_a, model_b, note

@@ -124,6 +124,9 @@ def upload_log(root, file, keep_valid, uploads, picked):
         run = replays.load_upload(file, keep_valid=bool(keep_valid))
     except EpisodeLogError as exc:
         return uploads, f"✗ {transcripts.inert(exc)}", gr.update(), gr.update(), gr.update(), None
+    except (OSError, MemoryError) as exc:  # the box must recover whatever the file was
+        return (uploads, f"✗ could not read this file ({type(exc).__name__}); upload another",
+                gr.update(), gr.update(), gr.update(), None)
     uploads = {**(uploads or {}), run.name: run}
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),

@@ -109,3 +109,17 @@ def test_typo_run_name_is_refused_and_the_table_stays(browser, app_url, tmp_path
     page.get_by_text("Nothing exported", exact=False).first.wait_for(timeout=20000)
     assert page.get_by_text("Remove it from Runs", exact=False).count() >= 1
     page.screenshot(path=str(tmp_path / "replays_typo.png"), full_page=True)
+
+
+def test_nested_upload_gets_a_message_and_the_box_recovers(browser, app_url, tmp_path):
+    page = _open(browser, app_url)
+    nested = tmp_path / "nested.json"
+    nested.write_bytes(b"[" * 100_000)
+    page.locator("input[type=file]").first.set_input_files(str(nested))
+    page.get_by_text("nested too deeply", exact=False).wait_for(timeout=30000)
+    assert page.get_by_text("Error", exact=True).count() == 0  # no bare error toast
+    page.screenshot(path=str(tmp_path / "replays_nested_upload.png"), full_page=True)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + (FIXTURE / "fixture-set" / "guess" / "episodes.jsonl").read_bytes())
+    page.locator("input[type=file]").first.set_input_files(str(bom))  # the same box takes the next file
+    page.get_by_text("Opened upload:bom.jsonl", exact=False).wait_for(timeout=30000)

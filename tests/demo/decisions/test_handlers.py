@@ -165,6 +165,34 @@ def test_bad_upload_is_named_next_to_the_upload(models_dir, tmp_path, text, mess
     assert not h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(good), False)[0]["visible"]
 
 
+@pytest.mark.parametrize("data, message", [
+    (b'{"state": ' + b"[" * 100_000 + b"\n", "line 1: nested too deeply"),   # 100,000 brackets
+    (b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "is not UTF-8 text"),                 # binary
+])
+def test_nested_and_binary_uploads_get_a_message_naming_the_file_only(models_dir, tmp_path, data, message):
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(data)
+    shown = h.check_upload(str(path))  # on upload, before Evaluate
+    assert shown["visible"] and message in shown["value"] and str(tmp_path) not in shown["value"]
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(path), False)
+    assert out[0]["visible"] and message in out[0]["value"] and str(tmp_path) not in out[0]["value"]
+    good = tmp_path / "good.jsonl"
+    good.write_text(UPLOAD)
+    assert not h.check_upload(str(good))["visible"]  # the next file shows its own (empty) message
+
+
+def test_upload_with_a_byte_order_mark_or_over_the_limit(models_dir, tmp_path):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + UPLOAD.encode())
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(bom), False)
+    assert not out[0]["visible"] and out[2].startswith("5 rows")
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as f:
+        f.truncate(30 * 2**20)
+    shown = h.check_upload(str(huge))
+    assert shown["visible"] and "limited to 20 MB" in shown["value"]
+
+
 def test_calibrate_refuses_an_unavailable_model(models_dir, untrained, tmp_path):
     path = tmp_path / "set.jsonl"
     path.write_text(UPLOAD)

@@ -96,6 +96,8 @@ def test_upload_then_browse_the_upload(root, tmp_path):
     (b"\x89PNG\r\n\x1a\n\x00\x00", False, "binary"),              # binary file
     (b"{not json", False, "line 1: not valid JSON"),              # invalid JSON
     (b'{"a": 1}\n', False, "not an episode record"),              # wrong schema
+    (b"[" * 100_000, False, "nested too deeply"),                # a published-trace file of brackets
+    (b'{"a": ' + b"[" * 100_000 + b"\n", False, "nested too deeply"),  # one JSONL line of brackets
 ])
 def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, message):
     path = tmp_path / "bad.jsonl"
@@ -104,6 +106,25 @@ def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, 
     uploads, note, runs, _, _, cleared = h.upload_log(root, str(path), keep, before, [GUESS])
     assert uploads is before and note.startswith("✗") and message in note and runs == gr.update()
     assert cleared is None  # the upload box is emptied for the next file
+    assert str(tmp_path) not in note  # the server's temporary folder is never shown
+
+
+def test_upload_over_the_size_limit_is_refused_unread(root, tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:  # sparse: 60 MB on paper, nothing on disk
+        f.truncate(60 * 2**20)
+    _, note, *_ , cleared = h.upload_log(root, str(path), False, {}, [])
+    assert note.startswith("✗") and "50 MB" in note and cleared is None
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_upload_with_a_utf8_byte_order_mark_is_read(root, tmp_path, suffix):
+    source = FIXTURES / ("replay_runs/fixture-set/guess/episodes.jsonl" if suffix == ".jsonl"
+                         else "published_trace_small.json")
+    path = tmp_path / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
+    uploads, note, *_ = h.upload_log(root, str(path), False, {}, [])
+    assert note.startswith("✓ Opened") and len(uploads) == 1
 
 
 def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
