@@ -11,7 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
-from core.live.session import MODES
+from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
 from demo.live import handlers as h
 
@@ -86,12 +86,15 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             chat = gr.Chatbot(label="Transcript", height=560, elem_id="live-chat", feedback_options=None,
                               group_consecutive_messages=False, buttons=["copy_all"])
             with gr.Row(visible=False, equal_height=True) as user_row:
-                reply = gr.Textbox(label="Your answer (the model asked you)", scale=4,
-                                   placeholder="Answer as the user would; the card on the right has your profile")
+                reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
+                                   scale=4, max_length=MAX_ANSWER_CHARS,
+                                   placeholder="A short phrase, as the user would; the card on the right has "
+                                   "your profile (the model reads the whole episode in a 1,024-token context)")
                 send = gr.Button("Send answer", variant="primary", scale=1)
             with gr.Column(visible=False) as agent_row:
                 with gr.Row(equal_height=True):
-                    question = gr.Textbox(label="Ask the user", scale=4, placeholder="e.g. How many guests?")
+                    question = gr.Textbox(label="Ask the user", scale=4, placeholder="e.g. How many guests?",
+                                          max_length=MAX_QUESTION_CHARS)
                     ask = gr.Button("Ask", variant="primary", scale=1)
                 with gr.Row(equal_height=True):
                     plan = gr.Code(label="Plan (JSON object)", language="json", value="{}", scale=4, lines=3)
