@@ -189,15 +189,27 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
 
 
+def _scenario_facts(episode: Episode) -> str:
+    """Difficulty and fields revealed; a scenario rebuilt from a trace claims only what the trace says."""
+    sc = episode.scenario
+    rebuilt = sc.seed is None
+    stated = not rebuilt or str(sc.source_id or "").endswith(sc.difficulty)
+    difficulty = f"{inert(sc.difficulty)} ({inert(sc.title)})" if stated else "difficulty not in the trace"
+    revealed = (f"{len(episode.fields_revealed)}/{len(sc.hidden_profile)} fields revealed" if sc.hidden_profile
+                else f"{len(episode.fields_revealed)} fields revealed (hidden profile not in the trace)")
+    source = " · scenario rebuilt from the trace's own tool results (its id names no generated scenario)" \
+        if rebuilt and episode.recorded is not None else ""
+    return f"{difficulty} · {episode.questions_asked}/{sc.max_questions} questions · {revealed}{source}"
+
+
 def episode_header(episode: Episode, run: str) -> str:
     """A two-line markdown summary of one episode for the top of the episode view."""
-    sc = episode.scenario
     gate = "" if episode.breakdown is None else (
-        " · gate ✓" if episode.breakdown.gate_passed else " · gate ✗ (score forced to 0)")
+        " · gate ✓" if episode.breakdown.gate_passed else
+        " · gate ✗ (score forced to 0)" if episode.score == 0 else " · gate ✗")
     recorded = "" if episode.recorded is None else (
         f" · recorded score ({inert(episode.recorded.source)}) **{episode.recorded.score:.3f}**")
     return (f"### {inert(episode.id)} · score **{episode.score:.3f}**{gate}{recorded}\n"
-            f"{code(run)} · policy {code(episode.policy)} · rubric {episode.rubric} · {inert(sc.family)} · "
-            f"{inert(sc.difficulty)} ({inert(sc.title)}) · {episode.questions_asked}/{sc.max_questions} questions · "
-            f"{len(episode.fields_revealed)}/{len(sc.hidden_profile)} fields revealed · "
+            f"{code(run)} · policy {code(episode.policy)} · rubric {episode.rubric} · "
+            f"{inert(episode.scenario.family)} · {_scenario_facts(episode)} · "
             f"ended by **{episode.termination}** · ★ = critical field")
