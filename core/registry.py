@@ -112,6 +112,26 @@ def local_entry(path: str | Path, kind: Kind = "policy") -> ModelEntry:
     return ModelEntry(f"local: {path}", kind, "local", str(path), note="local folder")
 
 
+def confined_entry(path: str, models_dir: str | Path | None, kind: Kind = "policy") -> ModelEntry:
+    """A typed folder on a public deployment: only a folder inside ``models_dir`` is accepted.
+
+    Checked on the path's text before anything on disk is looked at, so the answer never tells a
+    visitor whether some other server path exists.
+
+    Raises:
+        ValueError: no models folder is configured, or the path leaves it.
+    """
+    if not models_dir:
+        raise ValueError("on this public Space the local-folder box is off (the app has no models folder); "
+                         "pick a model from the list")
+    root = Path(models_dir).resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root) or target == root:
+        raise ValueError("on this public Space only folders inside the models folder can be played: type "
+                         "a folder name from it (other server paths are not looked at)")
+    return local_entry(target, kind)
+
+
 def discover_local(models_dir: str | Path) -> list[ModelEntry]:
     """Every subfolder of ``models_dir`` holding a ``config.json``, sorted by name."""
     base = Path(models_dir).expanduser()

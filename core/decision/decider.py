@@ -31,7 +31,15 @@ PATHS = ("reference", "shared", "packed")
 
 
 class RequestTooLong(ValueError):
-    """A request over the model's token limits (and the caller did not opt into truncation)."""
+    """A request over the model's token limits (and the caller did not opt into truncation).
+
+    ``reason`` says what is over which limit; ``hint`` how a library caller can opt into cutting.
+    Front ends that offer no such option show ``reason`` alone.
+    """
+
+    def __init__(self, reason: str, hint: str = ""):
+        super().__init__(f"{reason} {hint}".strip())
+        self.reason, self.hint = reason, hint
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ class Decider:
         p_lim = min(lim.max_prefix_tokens, self.max_positions - max(len(s) for s in suffixes))
         too_long = [i for i, s in enumerate(suffixes) if len(s) > lim.max_suffix_tokens]
         if (len(prefix) > p_lim or too_long) and not truncate:
-            raise RequestTooLong(self._too_long_message(prefix, p_lim, suffixes, too_long, questions))
+            raise self._too_long_message(prefix, p_lim, suffixes, too_long, questions)
         removed_state = 0
         if len(prefix) > p_lim:
             prefix, removed_state = self._cut_state(text, bos, p_lim)
@@ -113,15 +121,16 @@ class Decider:
                   if removed_state or c else None for c in cuts]
         return Request(prefix, suffixes, [len(q.options) for q in questions], truncs)
 
-    def _too_long_message(self, prefix, p_lim, suffixes, too_long, questions) -> str:
+    def _too_long_message(self, prefix, p_lim, suffixes, too_long, questions) -> "RequestTooLong":
         parts = []
         if len(prefix) > p_lim:
             parts.append(f"the state prefix is {len(prefix)} tokens, limit {p_lim}")
         for i in too_long:
             name = questions[i].qid if questions[i].qid is not None else i
             parts.append(f"question {name!r} is {len(suffixes[i])} tokens, limit {self.limits.max_suffix_tokens}")
-        return ("request too long: " + "; ".join(parts) + ". Pass truncate=True to cut it (the state keeps "
-                "its end, a question keeps its start, options are never cut; each answer then says so).")
+        return RequestTooLong("request too long: " + "; ".join(parts) + ".",
+                              "Pass truncate=True to cut it (the state keeps its end, a question keeps its "
+                              "start, options are never cut; each answer then says so).")
 
     def _cut_state(self, text: str, bos: list[int], limit: int) -> tuple[list[int], int]:
         full = len(bos) + len(encode(self.tokenizer, render_prefix(text)))

@@ -30,6 +30,14 @@ def _error(message: str | None) -> dict:
     return gr.update(value=f"⚠ {inert(message)}" if message else "", visible=bool(message))
 
 
+def _reason(err: ValueError) -> str:
+    """An error's message for this tab: a too-long request says what is over which limit and to
+    shorten it (core's truncate option is not offered here, so its hint is left out)."""
+    if getattr(err, "hint", ""):  # core.decision.decider.RequestTooLong (not imported: it pulls in torch)
+        return f"{err.reason} Shorten it: nothing is cut silently."
+    return str(err)
+
+
 def check_upload(upload: str | None) -> dict:
     """A new labelled file: its own error at once (or none), never the previous file's."""
     if not upload:
@@ -166,14 +174,20 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
 
     The result is core's, except ``usage["path"]`` arrives as ``usage["decider_path"]``.
     """
+    if not isinstance(state, (str, dict)):
+        raise gr.Error(f"state must be text or a JSON object (field: value), got {type(state).__name__}",
+                       print_exception=False)
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
-        raise gr.Error(errors.get("model", "pick a decision model"))
+        raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
     try:
         questions = json.loads(questions) if isinstance(questions, str) else questions
+        if not isinstance(questions, dict) or not questions:
+            raise ValueError("questions must be a JSON object {id: {\"type\", \"instructions\", \"criteria\"}}, "
+                             f"got {type(questions).__name__}")
         out = deciders[model].score(views.parse_state(state), questions)
     except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
-        raise gr.Error(str(err)) from None
+        raise gr.Error(_reason(err), print_exception=False) from None
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
     return out
@@ -211,7 +225,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature))
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
-        errors["set"] = str(err)
+        errors["set"] = _reason(err)
     if view is None or errors:
         blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
@@ -231,7 +245,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
         items = evalset.load_items(evalset.SOURCES[1], int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
-        errors["set"] = str(err)
+        errors["set"] = _reason(err)
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]

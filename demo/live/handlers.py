@@ -8,6 +8,7 @@ model checks it after every token, and the generator itself reports the stopped 
 generator (a closed tab) stops the model the same way.
 """
 
+import os
 import threading
 from html import escape
 from urllib.parse import urlencode
@@ -22,6 +23,9 @@ from core.live.streaming import GenerationSettings
 
 MODELS = registry.ModelCache()
 """Loaded models, shared read-only by every session (each loads once, on first use)."""
+PUBLIC = bool(os.environ.get("SPACE_ID"))
+"""On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
+models folder: elsewhere its notes would tell any visitor which server paths exist."""
 SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
 
 
@@ -49,6 +53,11 @@ def first_ready(choices: list[tuple[str, str]]) -> str | None:
 
 def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
     if path and path.strip():
+        if PUBLIC:
+            try:
+                return registry.confined_entry(path.strip(), models_dir)
+            except ValueError as exc:
+                raise live.LiveError(str(exc)) from None
         return registry.local_entry(path.strip())
     if not key:
         raise live.LiveError("pick a model, or type the path of a local model folder")

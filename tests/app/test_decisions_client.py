@@ -71,3 +71,15 @@ def test_every_documented_endpoint_takes_the_documented_names(client):
     assert "rows from our test split" in cal[2] and cal[3]["data"]
     probe = client.predict("tiny-b", "", 20, api_name="/probe")
     assert probe[-1]["data"]
+
+
+@pytest.mark.parametrize("state, questions, message", [
+    (["not", "text"], QUESTIONS, "state must be text or a JSON object"),      # a non-text state
+    (42, QUESTIONS, "got int"),
+    ("state", ["a list"], "questions must be a JSON object"),
+    ("word " * 5000, QUESTIONS, "tokens"),                                     # over the token limit
+])
+def test_score_errors_say_why(client, state, questions, message):
+    with pytest.raises(Exception, match=message) as caught:
+        client.predict("tiny-a", state, questions, api_name="/score")
+    assert "truncate=True" not in str(caught.value)  # the API offers no truncate option
