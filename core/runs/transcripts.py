@@ -189,6 +189,30 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
 
 
+def zero_reasons(episode: Episode) -> dict[str, str]:
+    """Why each rubric component of an ended episode is 0, in words (component name -> reason).
+
+    Derived from the record the way the rubric computes each part (``core.clarify.rubrics``), so
+    a reader of a 0 bar learns what the agent did or missed, not only that it scored nothing.
+    """
+    b, sc, plan = episode.breakdown, episode.scenario, episode.plan
+    if b is None:
+        return {}
+    missing = [k for k in sc.required_keys if not plan or plan.get(k) in (None, "", [], {})]
+    why = {
+        "FormatCheckRubric": "no plan parsed to a JSON object" if plan is None else
+        f"the plan lacks a filled value for {', '.join(missing) or 'a demanded key'}",
+        "FieldMatchRubric": "no plan" if plan is None else "no planned value matches the hidden profile",
+        "InfoGainRubric": f"no question revealed a critical field ({', '.join(sc.critical_fields) or 'none'})",
+        "QuestionEfficiencyRubric": f"all {sc.max_questions} questions of the budget were asked",
+        "HallucinationCheckRubric": "every judged plan key was stated without a question revealing it",
+    }
+    reasons = {k: why.get(k, "the rubric gave 0") for k, v in b.components.items() if v == 0}
+    if not b.gate_passed:
+        reasons["score"] = "the format gate failed, so the score is forced to 0 and no component counts"
+    return reasons
+
+
 def _scenario_facts(episode: Episode) -> str:
     """Difficulty and fields revealed; a scenario rebuilt from a trace claims only what the trace says."""
     sc = episode.scenario

@@ -111,7 +111,8 @@ def _end_panel(session: live.LiveSession | None, replays_dir: str):
     link = (f'<a href="?{escape(query)}" target="_blank">'
             f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
     return (gr.update(visible=True), transcripts.episode_header(episode, session.run_name),
-            plots.breakdown_bars(episode.breakdown), transcripts.marks_frame(transcripts.field_marks(episode)),
+            plots.breakdown_bars(episode.breakdown, reasons=transcripts.zero_reasons(episode)),
+            transcripts.marks_frame(transcripts.field_marks(episode)),
             link, str(log))
 
 

@@ -111,7 +111,8 @@ def show_episode(root, uploads, key):
     query = urlencode({"run": run, "episode": episode_id})  # the # of an episode id travels as %23
     link = "" if run.startswith(replays.UPLOAD_PREFIX) else f"Permalink: [{transcripts.inert('?' + query)}](?{query})"
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
-            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
+            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded,
+                                 reasons=transcripts.zero_reasons(episode)), link)
 
 
 def upload_log(root, file, keep_valid, uploads, picked):

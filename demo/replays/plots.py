@@ -20,8 +20,11 @@ COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#2F4B7C", "InfoGain
 """Component -> colour; deliberately none of the family colours, so no chart mixes the two."""
 RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
 """Bar pattern per run, in the order runs are given."""
-_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=40), height=340,
-               legend=dict(orientation="h", y=-0.2), font=dict(size=13))
+_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=110), height=440,
+               legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0), font=dict(size=13),
+               xaxis=dict(automargin=True), yaxis=dict(automargin=True))
+"""The legend sits at the bottom of the figure's container, below the axis and its (automargined)
+tick labels and title, so neither a rotated label nor the axis title runs into it."""
 
 
 def short_component(name: str) -> str:
@@ -144,7 +147,7 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
 
 def breakdown_bars(breakdown: RewardBreakdown | None,
                    missing: str = "this episode has no breakdown (still running)",
-                   recorded: Recorded | None = None) -> go.Figure:
+                   recorded: Recorded | None = None, reasons: dict[str, str] | None = None) -> go.Figure:
     """One episode's rubric: each component's value and its weighted share of the score.
 
     With ``recorded`` (an imported log's own scores), its component values are drawn as black
@@ -161,7 +164,7 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
     colors = [COMPONENT_COLORS.get(short_component(n), "#7F7F7F") for n in names]
     fig = go.Figure(layout=dict(title=dict(text=title, subtitle=dict(
         text="pale bar: component value · solid bar: weight × value, its share of the score")),
-        barmode="overlay", showlegend=False, **{**_LAYOUT, "margin": dict(l=50, r=20, t=70, b=40)}))
+        barmode="overlay", showlegend=False, **{**_LAYOUT, "height": 360, "margin": dict(l=50, r=20, t=70, b=40)}))
     fig.add_bar(x=labels, y=values, name="component value", marker=dict(color=colors, opacity=0.35),
                 text=[f"{v:.2f}" for v in values], textposition="outside",
                 hovertemplate="%{x}<br>value %{y:.3f}<extra></extra>")
@@ -175,7 +178,19 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
         fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {label(recorded.source)} "
                                               f"(score {recorded.score:.3f}) · solid: weight × value")
     fig.update_yaxes(range=[0, 1.15], title="value")
+    _why_zero(fig, reasons or {})
     return fig
+
+
+def _why_zero(fig: go.Figure, reasons: dict[str, str]) -> None:
+    """A line under the chart per component at 0 (and for a failed gate) saying why."""
+    if not reasons:
+        return
+    lines = [f"<b>{short_component(k) if k != 'score' else 'score'} = 0</b>: {label(v)}" for k, v in reasons.items()]
+    fig.add_annotation(text="<br>".join(lines), showarrow=False, x=0, xref="paper", xanchor="left",
+                       y=-0.22, yref="paper", yanchor="top", align="left", font=dict(size=12, color="#444"))
+    fig.update_layout(height=360 + 18 * len(lines) + 20,
+                      margin=dict(l=50, r=20, t=70, b=60 + 18 * len(lines)))
 
 
 def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:

@@ -92,3 +92,14 @@ def test_values_match_follows_the_rubric(rubric, field, planned, hidden, expecte
 def test_header_names_run_policy_and_outcome(guess):
     text = episode_header(guess["seed6_meeting_scheduling_hard"], "fixture-set/guess")
     assert "gate ✗" in text and "unparseable" in text and "`fixture-set/guess`" in text
+
+
+def test_zero_components_are_explained(guess):
+    """The unparseable guess episode: gate failed, so every 0 gets its reason."""
+    from core.runs.transcripts import zero_reasons
+
+    episode = guess["seed6_meeting_scheduling_hard"]
+    reasons = zero_reasons(episode)
+    assert "forced to 0" in reasons["score"]
+    assert reasons["FormatCheckRubric"] == "no plan parsed to a JSON object"
+    assert set(reasons) - {"score"} == {k for k, v in episode.breakdown.components.items() if v == 0}
