@@ -20,6 +20,7 @@ import pandas as pd
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
 from core.runs.comparison import Comparison, RubricMismatch, compare_tables
 from core.runs.transcripts import inert
+from core.runs.uploads import PER_SESSION, STORE
 from core.runs.episode_table import Filters, episode_table, filter_table, record_row
 from core.records import Episode
 
@@ -154,7 +155,7 @@ def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = (
                    problems)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)  # bounds the shipped runs held in memory (a 10,000-episode run is about 80 MB)
 def _load_cached(name: str, path: str, mtime_ns: int, size: int) -> LoadedRun:
     return _bundle(name, scan_records(path))
 
@@ -178,10 +179,18 @@ def upload_name(filename: str) -> str:
     return UPLOAD_PREFIX + stem
 
 
-def get_run(root: str | Path, name: str, uploads: dict[str, LoadedRun] | None = None) -> LoadedRun:
-    """A run by name: an upload of this session, else a shipped run under ``root``."""
+def get_run(root: str | Path, name: str, uploads: dict | None = None) -> LoadedRun:
+    """A run by name: an upload of this session, else a shipped run under ``root``.
+
+    ``uploads`` maps a name to a ``LoadedRun`` or to its key in ``core.runs.uploads.STORE``."""
     if uploads and name in uploads:
-        return uploads[name]
+        held = uploads[name]
+        if isinstance(held, str):
+            held = STORE.get(held)
+            if held is None:
+                raise RunNotFound(f"the upload {name!r} was closed to keep the server's memory bounded (a "
+                                  f"session keeps its last {PER_SESSION} uploads); upload it again")
+        return held
     if name.startswith(UPLOAD_PREFIX):
         raise RunNotFound(f"the upload {name!r} is not in this session (upload it again)")
     return load_run(root, name)
@@ -204,8 +213,10 @@ def known_runs(root: str | Path, names: Sequence[str], uploads: dict | None = No
     known, problems = [], []
     for name in dict.fromkeys(names):
         try:
-            if not (uploads and name in uploads):
-                get_run(root, name, uploads) if str(name).startswith(UPLOAD_PREFIX) else resolve_run(root, name)
+            if (uploads and name in uploads) or str(name).startswith(UPLOAD_PREFIX):
+                get_run(root, name, uploads)
+            else:
+                resolve_run(root, name)
             known.append(name)
         except RunNotFound as exc:
             problems.append(str(exc))

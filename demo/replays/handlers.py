@@ -16,6 +16,7 @@ from core.runs import episode_table as table
 from demo.replays import plots
 from core.runs import replays
 from core.runs import transcripts
+from core.runs import uploads as uploads_store
 from core.runs.episode_log import EpisodeLogError
 
 EPISODE_CHOICES_MAX = 1000
@@ -128,7 +129,10 @@ def upload_log(root, file, keep_valid, uploads, picked):
     except (OSError, MemoryError) as exc:  # the box must recover whatever the file was
         return (uploads, f"✗ could not read this file ({type(exc).__name__}); upload another",
                 gr.update(), gr.update(), gr.update(), None)
-    uploads = {**(uploads or {}), run.name: run}
+    session = uploads_store.session_of((uploads or {}).values())
+    key = uploads_store.STORE.put(session, run)
+    held = {n: k for n, k in (uploads or {}).items() if n != run.name and uploads_store.STORE.holds(k)}
+    uploads = {**held, run.name: key}  # names of uploads the store dropped leave the pickers too
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
             gr.update(choices=names), gr.update(choices=names), None)
@@ -143,6 +147,11 @@ def _export_rows(root, uploads, runs, filter_values):
     if not known:
         raise gr.Error("Nothing exported: pick at least one run.", print_exception=False)
     return replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
+
+
+def release_uploads(uploads: dict | None) -> None:
+    """A closed session: free its uploads now rather than when the store needs the room."""
+    uploads_store.STORE.release([k for k in (uploads or {}).values() if isinstance(k, str)])
 
 
 def export_table(root, uploads, runs, *filter_values):

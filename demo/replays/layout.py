@@ -102,7 +102,8 @@ def _overview_tab() -> list[gr.Plot]:
 
 def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
     """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
-    state = [gr.State(str(replays_dir)), gr.State({})]
+    # The session's uploads are keys into core.runs.uploads.STORE; closing the tab frees them.
+    state = [gr.State(str(replays_dir)), gr.State({}, delete_callback=h.release_uploads)]
     top = _runs_bar()
     with gr.Tabs():
         with gr.Tab("Episodes"):
