@@ -16,13 +16,16 @@ from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
 from core.decision import reports
+from core.decision.familiarity import familiarity, warning
+from core.decision.questions import render_state
 from core.runs.transcripts import inert
 from demo.decisions import builder as views
 
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = models.DeciderCache()
-TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score / p(true)", "top-two gap"]
+TABLE_COLUMNS = ["model", "q", "answer", "confidence", "entropy conf.", "score / p(true)", "top-two gap",
+                 "input vs training"]
 
 
 def _error(message: str | None) -> dict:
@@ -132,7 +135,18 @@ def remove_question(index: int, n: int, *values):
 # ---- Ask
 
 
-def _table(result: views.AskResult) -> pd.DataFrame:
+def _familiarity(deciders: dict, state) -> dict:
+    """Per model, how much of the state is outside its training vocabulary (its own tokenizer)."""
+    text = render_state(state)
+    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items()}
+
+
+def _ood_cell(found) -> str:
+    return (f"⚠ unlike it ({found.rate:.0%} unknown words)" if found.out_of_distribution
+            else f"like it ({found.rate:.0%} unknown)")
+
+
+def _table(result: views.AskResult, known: dict) -> pd.DataFrame:
     out = []
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
@@ -140,7 +154,8 @@ def _table(result: views.AskResult) -> pd.DataFrame:
             extra = ans.get("score", ans.get("p_true"))
             out.append([key, qid, ans["choice"] + (" ⚠ close" if r.close else ""),
                         round(ans["confidence"], 3), round(ans["entropy_confidence"], 3),
-                        "" if extra is None else round(extra, 3), round(r.margin, 3)])
+                        "" if extra is None else round(extra, 3), round(r.margin, 3),
+                        _ood_cell(known[key]) if key in known else ""])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
@@ -165,8 +180,10 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
     qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
+    known = _familiarity({k: deciders[k] for k in result.answers}, views.parse_state(state)) if result.answers else {}
+    notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
-            *qerr, fig, _table(result), _latency(result), result.answers]
+            *qerr, fig, _table(result, known), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
 
 
 def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str) -> dict:
@@ -190,6 +207,8 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
         raise gr.Error(_reason(err), print_exception=False) from None
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
+    found = _familiarity({model: deciders[model]}, views.parse_state(state))[model]
+    out["familiarity"] = {**found.record(), "warning": warning(found, model)}
     return out
 
 

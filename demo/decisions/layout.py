@@ -10,6 +10,7 @@ import gradio as gr
 
 from core.decision.evalsets import SOURCES
 from demo.decisions.examples import example_names
+from core.decision.familiarity import THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 
 CSS = """
@@ -160,6 +161,12 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     gr.HTML(f"<style>{CSS}</style>")
+    gr.Markdown(f"**What the models know.** The shipped decision models (warmup, RLCD, RLVR, oracle) were all "
+                f"trained on {TRAINED_ON}; the arms differ in their training objective, not their data. "
+                f"Their calibration was measured on that kind of data only: every answer says whether the "
+                f"state is like it (the share of its words outside the model's training vocabulary; above "
+                f"{THRESHOLD:.0%} it warns), and the examples below are of that kind.",
+                elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
             pickers = [_ask_panel(folder)]

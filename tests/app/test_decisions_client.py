@@ -58,11 +58,18 @@ def test_every_documented_endpoint_takes_the_documented_names(client):
     state, *_ = client.predict("Support ticket", api_name="/load_example")
     assert state.strip()
     # The docs' own /score example, word for word.
-    out = client.predict("decision-rlcd", "Card charged twice, refund missing.",
-                         {"team": {"type": "choice", "instructions": "Which team?",
-                                   "criteria": {"BIL": "billing", "SEC": "security"}},
-                          "page": {"type": "noul", "instructions": "Page someone now?"}}, api_name="/score")
+    out = client.predict(
+        "decision-rlcd", "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.",
+        {"team": {"type": "choice", "instructions": "Which department should handle this ticket?",
+                  "criteria": {"BIL": "BILLING", "SEC": "SECURITY"}},
+         "page": {"type": "noul", "instructions": "Should an on-call engineer be paged immediately?"}},
+        api_name="/score")
     assert set(out["answers"]["team"]["probabilities"]) == {"BIL", "SEC"}
+    assert not out["familiarity"]["out_of_distribution"]  # training-like, as the docs say
+    natural = client.predict("decision-rlcd", "Card charged twice, refund missing.",
+                             {"team": {"type": "choice", "instructions": "Which team?",
+                                       "criteria": {"BIL": "billing", "SEC": "security"}}}, api_name="/score")
+    assert natural["familiarity"]["out_of_distribution"]  # natural text: the answer comes with its warning
     blank_rows = ["choice", "", ""] * 5  # the builder's other five rows (the API shows all six)
     ask = client.predict("decision-rlcd", "", "Ticket: charged twice.", "choice", "Which team?",
                          "billing\nsecurity", *blank_rows, api_name="/ask")

@@ -56,6 +56,8 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     assert len(table) == 6 and set(table["model"]) == {"tiny-a", "tiny-b"}
     assert {t.name for t in fig.data} == {"tiny-a", "tiny-b"} and len(fig.data) == 6
     assert "tiny-a" in latency and " ms" in latency
+    # the tiny models' letter tokenizer holds no words, so every state is unlike their (non-)training data
+    assert table["input vs training"].str.startswith("⚠ unlike it").all() and "Out of distribution" in latency
     chosen = [t for t in fig.data if t.name == "tiny-a"][0]
     star = [txt for txt in chosen.text if txt.startswith("★")]
     assert len(star) == 1  # exactly one option marked chosen per question and model
@@ -118,7 +120,9 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
     decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
     core = decider.score({"ticket": "charged twice"}, questions)
     core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
+    familiar = out.pop("familiarity")  # the one addition: how far the state is from the training data
     assert out == core
+    assert familiar["out_of_distribution"] and "Out of distribution for tiny-a" in familiar["warning"]
     with pytest.raises(gr.Error, match="at least 2"):
         h.score_api(models_dir, "tiny-a", "s", {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x"}}})
     with pytest.raises(gr.Error, match="unknown model"):
