@@ -64,6 +64,8 @@ def _payload_log(tmp_path) -> Path:
     """The oracle fixture's first episode with the payload as request, question, answer and model text."""
     record = json.loads((FIXTURE / "fixture-set" / "oracle" / "episodes.jsonl").read_text().splitlines()[0])
     record["scenario"]["request"] = PAYLOAD
+    if record.get("plan"):
+        record["plan"][next(iter(record["plan"]))] = PAYLOAD  # shown in the profile-vs-plan table
     for turn in record["turns"]:
         if turn["call"] and turn["call"]["name"] == "ask_question":
             turn["call"]["arguments"]["question"] = PAYLOAD

@@ -53,6 +53,15 @@ def test_link_opens_episode(browser, app_url, tmp_path):
     page.get_by_text("seed4_coding_requirements_hard#0 · score").wait_for(timeout=30000)
     page.get_by_text("What deployment target do you want?").first.wait_for(timeout=20000)
     page.get_by_text("format gate passed").first.wait_for(timeout=20000)
+    page.wait_for_timeout(1000)
+    # the transcript opens at its top (the request), not scrolled to the verdict
+    tops = page.evaluate("() => [...document.querySelectorAll('.bubble-wrap')].map(e => e.scrollTop)")
+    assert tops and tops[0] == 0
+    # the permalink carries the episode id's # as %23, so following it opens the same episode
+    href = page.get_by_role("link", name="?run=", exact=False).first.get_attribute("href")
+    assert "episode=seed4_coding_requirements_hard%230" in href
+    page.goto(f"{app_url}/{href}")
+    page.get_by_text("seed4_coding_requirements_hard#0 · score").wait_for(timeout=30000)
     page.screenshot(path=str(tmp_path / "replays_link.png"), full_page=True)
 
 
