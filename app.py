@@ -24,6 +24,10 @@ DEFAULT_MODELS = os.environ.get("CLARIFYLAB_MODELS") or None
 """Extra folder of local model checkpoints for the Live play picker (``--models-dir``)."""
 DECISION_MODELS = os.environ.get("CLARIFYLAB_DECISION_MODELS", "")
 """A folder of extra rlcd-decision-only-v1 exports for the Decisions tab (default: ``--models-dir``)."""
+SESSIONS_KEPT = 500
+"""Browser sessions whose state the server keeps (gradio's default is 10,000); the oldest beyond
+this are dropped, so per-session memory has an overall bound (uploads have their own, in
+core.runs.uploads)."""
 INTRO = ("# ClarifyLab\nSmall language models that *ask before they act*: replay logged clarify "
          "episodes, see why each one scored what it did, and compare policies.")
 
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.models_dir or DEFAULT_MODELS) if custom else demo
     started = time.perf_counter()
     app.launch(server_name=args.host, server_port=args.port, share=args.share,
-               prevent_thread_lock=True, quiet=True)
+               prevent_thread_lock=True, quiet=True, state_session_capacity=SESSIONS_KEPT)
     print(f"ClarifyLab listening on http://{args.host}:{args.port} "
           f"(ready in {time.perf_counter() - started:.1f} s after imports; Ctrl+C stops)", flush=True)
     app.block_thread()

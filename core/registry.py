@@ -123,6 +123,26 @@ def local_entry(path: str | Path, kind: Kind = "policy", key: str | None = None,
     return ModelEntry(key or str(path), kind, "local", str(Path(path).expanduser()), note=note)
 
 
+def confined_entry(path: str, models_dir: str | Path | None, kind: Kind = "policy") -> ModelEntry:
+    """A typed folder on a public deployment: only a folder inside ``models_dir`` is accepted.
+
+    Checked on the path's text before anything on disk is looked at, so the answer never tells a
+    visitor whether some other server path exists.
+
+    Raises:
+        ValueError: no models folder is configured, or the path leaves it.
+    """
+    if not models_dir:
+        raise ValueError("on this public Space the local-folder box is off (the app has no models folder); "
+                         "pick a model from the list")
+    root = Path(models_dir).resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root) or target == root:
+        raise ValueError("on this public Space only folders inside the models folder can be played: type "
+                         "a folder name from it (other server paths are not looked at)")
+    return local_entry(target, kind)
+
+
 def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str] = frozenset()) -> list[ModelEntry]:
     """Model folders under ``models_dir``, sorted by name, keyed by folder name (by path if taken).
 
@@ -173,12 +193,35 @@ def extra_entries() -> list[ModelEntry]:
     return out
 
 
-def typed_entry(key: str) -> ModelEntry | None:
-    """A key typed into a picker: a System One URL, a folder or .gguf path, or a cached hub id."""
+ALLOW_URLS_ENV = "CLARIFYLAB_ALLOW_URLS"
+"""Set to 1 to let visitors of a public deployment type System One URLs (the server then sends
+requests wherever a visitor points it; off by default on a Space)."""
+
+
+def public_deployment() -> bool:
+    """A Hugging Face Space (``SPACE_ID`` set): visitors are strangers, so typed paths are confined to
+    the models folder and typed URLs are refused unless the operator allows them."""
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def typed_entry(key: str, models_dir: str | Path | None = None) -> ModelEntry | None:
+    """A key typed into a picker: a System One URL, a folder or .gguf path, or a cached hub id.
+
+    Raises:
+        ValueError: on a public deployment, a URL the operator has not allowed or a path outside
+            ``models_dir`` (checked on the text alone, so no other server path is revealed).
+    """
     key = (key or "").strip()
+    public = public_deployment()
     if key.startswith(("http://", "https://")):
+        if public and os.environ.get(ALLOW_URLS_ENV) != "1":
+            raise ValueError("on this public Space typed System One URLs are off (the server would send requests "
+                             f"wherever a visitor points it); the operator can set {URL_ENV} or {ALLOW_URLS_ENV}=1")
         return ModelEntry(key, "decision", "url", key, note="typed URL")
-    if Path(key).expanduser().exists():
+    if public and ("/" in key or key.startswith((".", "~"))) and cached_snapshot(key) is None:
+        entry = confined_entry(key, models_dir, "decision")
+        return ModelEntry(key, "decision", "local", entry.location, note="typed folder")
+    if Path(key).expanduser().exists() and not public:
         return ModelEntry(key, "decision", "local", str(Path(key).expanduser()), note="typed folder")
     if key.count("/") == 1 and cached_snapshot(key) is not None:
         return ModelEntry(key, "decision", "hub", key, note="cached hub model")

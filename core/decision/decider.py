@@ -30,7 +30,15 @@ PATHS = ("reference", "shared", "packed")
 
 
 class RequestTooLong(ValueError):
-    """A request over the model's token limits (and the caller did not opt into truncation)."""
+    """A request over the model's token limits (and the caller did not opt into truncation).
+
+    ``reason`` says what is over which limit; ``hint`` how a library caller can opt into cutting.
+    Front ends that offer no such option show ``reason`` alone.
+    """
+
+    def __init__(self, reason: str, hint: str = ""):
+        super().__init__(f"{reason} {hint}".strip())
+        self.reason, self.hint = reason, hint
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ class Decider:
         suffixes = [encode(self.tokenizer, render_suffix(q.text, q.options)) for q in questions]
         over = self._overruns(text, state_ids, suffixes, questions)
         if over and not truncate:
-            raise RequestTooLong(_too_long_message(over))
+            raise _too_long_message(over)
         removed_state, cuts = 0, [0] * len(questions)
         for o in over:
             if o.part == "state":
@@ -274,11 +282,12 @@ def _part(q: Question, index) -> str:
     return str(q.qid) if q.qid is not None else str(index)
 
 
-def _too_long_message(over: list[Overrun]) -> str:
+def _too_long_message(over: list[Overrun]) -> RequestTooLong:
     parts = [f"the state is {o.tokens} tokens, limit {o.limit}" if o.part == "state"
              else f"question {o.part!r} is {o.tokens} tokens, limit {o.limit}" for o in over]
-    return ("request too long: " + "; ".join(parts) + ". Pass truncate=True to cut it as published (the state "
-            "keeps its end, a question's text keeps its end, options are never cut; each answer then says so).")
+    return RequestTooLong("request too long: " + "; ".join(parts) + ".",
+                          "Pass truncate=True to cut it as published (the state keeps its end, a question's text "
+                          "keeps its end, options are never cut; each answer then says so).")
 
 
 def _token_chunks(suffixes: list[list[int]], budget: int) -> list[list[list[int]]]:

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from core.decision.data.rows import NOTA
@@ -25,6 +26,8 @@ from core.decision.questions import QUESTION_TYPES, Question, QuestionError, ren
 UPLOAD_FIELDS = {"state", "question", "options", "label", "kind", "context_id"}
 MAX_UPLOAD_ROWS = 5000
 """Larger files are refused: every row runs through the model on this CPU while the user waits."""
+MAX_UPLOAD_BYTES = 20 * 2**20
+"""5,000 rows of long states fit well under this; a larger file is refused before it is read."""
 
 
 class EvalSetError(ValueError):
@@ -109,6 +112,9 @@ def _numbered_records(name: str, text: str) -> Iterable[tuple[int, Any]]:
                 yield n, json.loads(line)
             except json.JSONDecodeError as err:
                 raise EvalSetError(f"line {n}: not JSON ({err.msg} at column {err.colno})") from None
+            except RecursionError:  # json recurses once per bracket
+                raise EvalSetError(f"line {n}: nested too deeply to be a row (hundreds of brackets "
+                                   "inside each other)") from None
 
 
 def parse_upload(name: str, data: bytes | str) -> list[EvalItem]:
@@ -116,9 +122,9 @@ def parse_upload(name: str, data: bytes | str) -> list[EvalItem]:
     if not name.lower().endswith((".jsonl", ".json", ".csv")):
         raise EvalSetError(f"{name}: expected a .jsonl or .csv file")
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data.removeprefix("\ufeff")
     except UnicodeDecodeError as err:
-        raise EvalSetError(f"{name} is not UTF-8 text (byte {err.start})") from None
+        raise EvalSetError(f"{name} is not UTF-8 text (byte {err.start}); is it a binary file?") from None
     items = []
     for n, record in _numbered_records(name, text):
         try:
@@ -158,8 +164,11 @@ def load_items(source: str, contexts: int, upload: str | None = None, seed: int 
     if source == SOURCES[2]:
         if not upload:
             raise EvalSetError("upload a .jsonl or .csv file first (format: see 'Upload format')")
-        with open(upload, "rb") as fh:
-            return parse_upload(str(upload), fh.read())
+        path = Path(upload)  # a server temporary path: messages name only the file
+        if path.stat().st_size > MAX_UPLOAD_BYTES:
+            raise EvalSetError(f"{path.name} is {path.stat().st_size / 2**20:.0f} MB; uploads are limited to "
+                               f"{MAX_UPLOAD_BYTES // 2**20} MB ({MAX_UPLOAD_ROWS} rows)")
+        return parse_upload(path.name, path.read_bytes())
     if source not in SOURCES:
         raise EvalSetError(f"unknown evaluation set {source!r}; pick one of {list(SOURCES)}")
     return split_items(contexts, seed) if source == SOURCES[0] else probe_items(contexts, seed)

@@ -34,7 +34,7 @@ def entries(models_dir: str | Path | None = None, shipped_dir: Path | None = Non
 def find(models_dir: str | Path | None, key: str | None) -> ModelEntry | None:
     """The picker entry with this key, else the key read as a typed folder, hub id or URL."""
     entry = next((e for e in entries(models_dir) if e.key == key), None)
-    return entry or (registry.typed_entry(key) if key else None)
+    return entry or (registry.typed_entry(key, models_dir) if key else None)
 
 
 def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
@@ -127,7 +127,11 @@ def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str
     for name, key in keys.items():
         if not key or key in deciders:
             continue
-        entry = find(models_dir, key)
+        try:
+            entry = find(models_dir, key)
+        except ValueError as err:  # a typed path or URL a public deployment refuses
+            errors[name] = str(err)
+            continue
         if entry is None:
             errors[name] = (f"unknown model {key!r}; pick one from the list, or type a folder, a cached hub id "
                             "or a System One URL (http(s)://.../v1/systemone)")

@@ -32,7 +32,7 @@ from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.live.streaming import GenerationSettings, stream_turn
 from core.runs.summary import summarize
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
-from core.runs.transcripts import chat_messages, turn_messages
+from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 from core.clarify.user_sim import match_field, normalise_question
 
 Mode = Literal["watch", "user", "agent"]
@@ -249,15 +249,28 @@ def _settle(session: LiveSession) -> None:
 # ---- the person's moves -----------------------------------------------------------------------
 
 
+MAX_ANSWER_CHARS = 200
+"""Longest answer a person may give in "You are the user". The simulated user's answers are at
+most 69 characters in every shipped run, and the shipped policies read a 1,024-token context
+that must hold the task, six questions and their answers: a long answer would push the episode
+out of it, so the model's next turns would be junk. Longer answers are refused, never cut."""
+MAX_QUESTION_CHARS = 300
+"""Longest question a person may ask in "You are the agent" (the scenario's questions are one line)."""
+
+
 def answer_question(session: LiveSession, text: str) -> LiveSession:
     """User mode: the person's answer to the pending question; the env steps with it."""
     if session is None or session.pending is None:
         raise LiveError("there is no question waiting for an answer")
     if not isinstance(text, str) or not text.strip():
         raise LiveError("type an answer first")
+    if len(text.strip()) > MAX_ANSWER_CHARS:
+        raise LiveError(f"answers are limited to {MAX_ANSWER_CHARS} characters (yours has {len(text.strip())}): "
+                        "the model reads the whole episode in a 1,024-token context, and the simulated "
+                        "user's answers are under 70; answer in a short phrase")
     session = copy.deepcopy(session)
     pending, session.pending = session.pending, None
-    session.env.next_answer = text.strip()[:500]
+    session.env.next_answer = text.strip()
     session.env.step(pending.call, pending.raw)
     session.status = "answer recorded"
     _settle(session)
@@ -275,6 +288,9 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
     if tool == "ask_question":
         if not text.strip():
             raise LiveError("type a question first")
+        if len(text.strip()) > MAX_QUESTION_CHARS:
+            raise LiveError(f"questions are limited to {MAX_QUESTION_CHARS} characters (yours has "
+                            f"{len(text.strip())}); ask one short question at a time")
         call = ToolCall(name=tool, arguments={"question": text.strip()})
     elif tool == "propose_plan":
         plan, error = parse_plan(text, session.env.rubric)
@@ -330,17 +346,18 @@ def messages(session: LiveSession) -> list[dict]:
     episode = session.episode()
     if session.done:
         return chat_messages(episode)
-    out = [{"role": "user", "content": session.scenario.request}]
+    out = [{"role": "user", "content": inert(session.scenario.request)}]
     for turn in session.env.turns:
         out.extend(turn_messages(episode, turn))
     if session.draft:
         out.append({"role": "assistant", "content": f"✍️ *generating ({session.draft_tokens} tokens)*\n"
-                    f"```\n{session.draft}\n```"})
+                    f"{fenced(session.draft)}"})
     if session.pending is not None:
         question = session.pending.call.arguments["question"]
-        about = session.pending.field or "no field (the simulator would not reveal anything)"
-        out.append({"role": "assistant", "content": str(question)})
-        out.append({"role": "assistant", "content": f"```\n{session.pending.raw.strip()}\n```",
+        about = inert(session.pending.field) if session.pending.field else \
+            "no field (the simulator would not reveal anything)"
+        out.append({"role": "assistant", "content": inert(question)})
+        out.append({"role": "assistant", "content": fenced(session.pending.raw.strip()),
                     "metadata": {"title": f"ask_question → waiting for your answer · about: {about}",
                                  "status": "pending"}})
     return out

@@ -1,10 +1,10 @@
 """Runs: episodes played and logged, summarised, compared, imported and kept on disk.
 
-``episode_log`` (JSONL logs with line-numbered validation), ``summary`` (``RunSummary`` and the one
-paired comparison of two runs), ``episode_table`` (episodes as a filterable pandas table),
+``episode_log`` (JSONL logs with line-numbered validation), ``summary`` (``RunSummary``),
+``comparison`` (the one paired comparison of two runs, rubric versions checked), ``episode_table`` (episodes as a filterable pandas table),
 ``transcripts`` (an episode as chat messages and per-field marks), ``importer`` (the published
 ClarifyRL curated traces, re-scored), ``eval`` (``python -m core.runs.eval``: play, log, summarise,
 compare) and ``replays`` (run folders on disk, safe names, uploads, regeneration).
 """
 
-__all__ = ["episode_log", "episode_table", "eval", "importer", "replays", "summary", "transcripts"]
+__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "summary", "transcripts"]

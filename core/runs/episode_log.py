@@ -21,6 +21,13 @@ from pydantic_core import PydanticSerializationError
 from core.records import EPISODE_VERSION, Episode
 
 
+TOO_DEEP = "nested too deeply to be a record (hundreds of brackets inside each other)"
+"""Python's json parser recurses once per bracket; a file of 100,000 ``[`` would end in a
+RecursionError, so callers catch it and say this instead (an episode is a few levels deep)."""
+ENCODING = "utf-8-sig"
+"""UTF-8, with or without a byte-order mark (editors on Windows write one)."""
+
+
 class EpisodeLogError(ValueError):
     """A log that cannot be read as episodes; the message names the file and line."""
 
@@ -39,6 +46,8 @@ def parse_line(text: str, where: str) -> Episode:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EpisodeLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise EpisodeLogError(f"{where}: {TOO_DEEP}") from None
     if not isinstance(obj, dict):
         raise EpisodeLogError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     if "version" not in obj:
@@ -68,6 +77,8 @@ def _loads(text: str) -> object:
         return _fast_loads(text)
     except ValueError as exc:  # orjson.JSONDecodeError subclasses ValueError
         raise EpisodeLogError(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise EpisodeLogError(TOO_DEEP) from None
 
 
 def scan_records(path: str | Path) -> Iterator[tuple[str, str, dict]]:
@@ -79,7 +90,7 @@ def scan_records(path: str | Path) -> Iterator[tuple[str, str, dict]]:
     """
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as stream:
+        with path.open(encoding=ENCODING) as stream:
             for where, text in iter_lines(stream, path.name):
                 try:
                     obj = _loads(text)
@@ -102,7 +113,7 @@ def read_episodes(path: str | Path, *, strict: bool = True) -> LogReport:
     path = Path(path)
     report = LogReport()
     try:
-        with path.open(encoding="utf-8") as stream:
+        with path.open(encoding=ENCODING) as stream:
             for where, text in iter_lines(stream, path.name):
                 try:
                     report.episodes.append(parse_line(text, where))

@@ -1,4 +1,4 @@
-"""The episode table: one pandas row per episode, its filters, paired comparison and aggregates.
+"""The episode table: one pandas row per episode, its filters and aggregates.
 
 Pure functions of episode records and tables (no disk access but CSV export), so the viewer,
 the benchmark and notebooks slice logs the same way. ``core.runs.replays`` feeds them runs from disk.
@@ -12,7 +12,7 @@ from typing import Literal, Sequence
 import pandas as pd
 
 from core.clarify.families import RUBRIC_WEIGHTS
-from core.stats import Interval, bootstrap_mean, paired_difference
+from core.stats import Interval, bootstrap_mean
 
 TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
                  "profile", "termination", "recorded", "run"]
@@ -40,22 +40,9 @@ class Filters:
     """Case-insensitive substring searched in the transcript, plan and scenario."""
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Two runs on their shared scenarios: per-scenario scores and the paired difference."""
-
-    table: pd.DataFrame
-    """One row per shared scenario: scenario, family, difficulty, score_a, score_b, diff, and
-    episode_a / episode_b (the first episode id of that scenario in each run)."""
-    difference: Interval
-    """Mean of score_a - score_b over shared scenarios, with its 95% bootstrap interval."""
-    only_a: int
-    only_b: int
-
-
 # ---- the episode table -------------------------------------------------------------------
 
-RECORD_KEYS = ("scenario", "sample", "turns", "plan_raw", "score", "breakdown", "termination",
+RECORD_KEYS = ("scenario", "sample", "rubric", "turns", "plan_raw", "score", "breakdown", "termination",
                "questions_asked", "fields_revealed", "recorded")
 """Top-level ``Episode`` fields a table row reads (a test checks them against the schema)."""
 
@@ -63,6 +50,8 @@ RECORD_KEYS = ("scenario", "sample", "turns", "plan_raw", "score", "breakdown", 
 def record_id(record: dict) -> str:
     """``Episode.id`` computed from a raw record: ``seed{seed}_{family}_{difficulty}#{sample}``."""
     sc = record["scenario"]
+    if sc.get("seed") is None and sc.get("source_id"):  # as Scenario.id: the source's own id
+        return f"{sc['source_id']}#{record.get('sample', 0)}"
     return f"seed{sc.get('seed')}_{sc['family']}_{sc['difficulty']}#{record.get('sample', 0)}"
 
 
@@ -97,6 +86,7 @@ def record_row(run: str, record: dict) -> dict:
         "revealed": len(record.get("fields_revealed") or ()),
         "profile": len(sc.get("hidden_profile") or ()),
         "termination": record.get("termination", "running"),
+        "rubric": record.get("rubric"),
         "recorded": float(recorded["score"]) if recorded else None,
         "text": _search_text(record),
     }
@@ -107,7 +97,7 @@ def record_row(run: str, record: dict) -> dict:
 
 def episode_table(rows: Sequence[dict], runs: Sequence[str] = ()) -> pd.DataFrame:
     """A pandas table from ``record_row`` rows; ``runs`` orders the run category."""
-    frame = pd.DataFrame(list(rows), columns=None if rows else TABLE_COLUMNS + ["scenario", "text"])
+    frame = pd.DataFrame(list(rows), columns=None if rows else TABLE_COLUMNS + ["scenario", "rubric", "text"])
     frame["recorded"] = frame["recorded"].astype("float64")
     frame["score"] = frame["score"].astype("float64")
     for col in ("family", "difficulty", "termination", "gate"):
@@ -134,26 +124,6 @@ def filter_table(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 
 
 # ---- compare and overview ----------------------------------------------------------------
-
-
-def _per_scenario(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.groupby("scenario", observed=True, sort=False).agg(
-        family=("family", "first"), difficulty=("difficulty", "first"), score=("score", "mean"),
-        episode=("episode", "first"))
-
-
-def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> Comparison:
-    """Pair two runs' tables by scenario (sample scores averaged per scenario) and difference them."""
-    pa, pb = _per_scenario(a), _per_scenario(b)
-    joined = pa.join(pb[["score", "episode"]], how="inner", lsuffix="_a", rsuffix="_b")
-    table = pd.DataFrame({
-        "scenario": joined.index.astype(str), "family": joined["family"].astype(str),
-        "difficulty": joined["difficulty"].astype(str), "score_a": joined["score_a"].round(4),
-        "score_b": joined["score_b"].round(4),
-        "diff": (joined["score_a"] - joined["score_b"]).round(4),
-        "episode_a": joined["episode_a"], "episode_b": joined["episode_b"]}).reset_index(drop=True)
-    diff = paired_difference(joined["score_a"].to_numpy(), joined["score_b"].to_numpy(), seed=seed)
-    return Comparison(table=table, difference=diff, only_a=len(pa) - len(table), only_b=len(pb) - len(table))
 
 
 def family_scores(frame: pd.DataFrame) -> pd.DataFrame:
@@ -187,21 +157,3 @@ def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
     out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
     rows.to_csv(out, index=False)
     return out
-
-
-def largest_gap(comp: Comparison) -> str | None:
-    """The shared scenario where the two runs differ most (the first one worth reading)."""
-    if comp.table.empty:
-        return None
-    return str(comp.table.loc[comp.table["diff"].abs().idxmax(), "scenario"])
-
-
-def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:
-    """The paired difference in one sentence a reader can quote."""
-    d = comp.difference
-    if d.n == 0:
-        return f"`{run_a}` and `{run_b}` share no scenario."
-    sign = "higher" if d.lo > 0 else "lower" if d.hi < 0 else "not distinguishable from"
-    return (f"On **{d.n}** shared scenarios, `{run_a}` − `{run_b}` = **{d.mean:+.3f}** "
-            f"(95% paired bootstrap interval {d.lo:+.3f} to {d.hi:+.3f}): a is {sign} b. "
-            f"Scenarios only in a: {comp.only_a}, only in b: {comp.only_b}.")

@@ -24,7 +24,8 @@ from core.clarify.policies import SCRIPTED, Policy, make_policy
 from core.records import Episode, Generation, Scenario
 from core.clarify.rubrics import RubricVersion
 from core.clarify.scenarios import SPEC_HELP, load_scenarios
-from core.runs.summary import Comparison, RunSummary, compare, summarize
+from core.runs.comparison import Comparison, compare_episodes
+from core.runs.summary import RunSummary, summarize
 
 PROGRESS_MIN = 200
 """Show a progress bar (when asked) only for runs of at least this many episodes."""
@@ -151,7 +152,7 @@ def read_run(path: str | Path) -> list[Episode]:
 
 def compare_runs(a: str | Path, b: str | Path) -> Comparison:
     """Paired difference of avg_score between two run directories."""
-    return compare(read_run(a), read_run(b), name_a=str(a), name_b=str(b))
+    return compare_episodes(read_run(a), read_run(b), name_a=str(a), name_b=str(b))
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -204,11 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        out = result.record()
         if args.json:
-            Path(args.json).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        print(f"A={result.a}  B={result.b}  shared scenarios={result.n_shared} (only A {result.only_a}, only B {result.only_b})")
-        print(f"mean A={result.mean_a:.4f}  mean B={result.mean_b:.4f}")
-        print(f"A - B = {result.diff:+.4f}  95% CI [{result.ci[0]:+.4f}, {result.ci[1]:+.4f}]")
+            Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        print(f"A={out['a']}  B={out['b']}  rubric {out['rubric']}  shared scenarios={out['n_shared']} "
+              f"(only A {out['only_a']}, only B {out['only_b']})")
+        print(f"mean A={out['mean_a']:.4f}  mean B={out['mean_b']:.4f}")
+        print(f"A - B = {out['diff']:+.4f}  95% CI [{out['ci'][0]:+.4f}, {out['ci'][1]:+.4f}]")
         return 0
     args = _run_parser().parse_args(argv)
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.clarify.environment import ClarifyEnv
-from core.runs.episode_log import EpisodeLogError, LogReport, read_episodes, write_episodes
+from core.runs.episode_log import ENCODING, TOO_DEEP, EpisodeLogError, LogReport, read_episodes, write_episodes
 from core.clarify.families import FAMILIES, MAX_STEPS, RUBRIC_WEIGHTS, TITLES
 from core.records import Episode, Recorded, RewardBreakdown, Scenario, Turn
 from core.clarify.scenarios import generate_scenario
@@ -66,7 +66,9 @@ def read_log(path: str | Path, *, keep_valid: bool = False) -> tuple[Format, Log
     if fmt == "episodes":
         return fmt, read_episodes(path, strict=not keep_valid)
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
+        items = json.loads(path.read_text(encoding=ENCODING))
+    except RecursionError:
+        raise EpisodeLogError(f"{path.name}: {TOO_DEEP}") from None
     except UnicodeDecodeError:
         raise EpisodeLogError(f"{path.name}: not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
@@ -111,7 +113,7 @@ def _tool_result(text: str) -> dict:
     """A tool result message: a JSON object, then a reminder line we drop."""
     try:
         obj, _ = json.JSONDecoder().raw_decode(text.lstrip())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {"text": text}
     return obj if isinstance(obj, dict) else {"value": obj}
 
@@ -172,7 +174,8 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
     family = str(item["family"])
     match = re.search(r"(easy|medium|hard)$", str(item["scenario_id"]))
     difficulty = match.group(1) if match else "medium"
-    final = next((r for _, c, _, r in reversed(steps) if c and c.name == "propose_plan"), {})
+    plans = [r for _, c, _, r in steps if c and c.name == "propose_plan"]
+    final = plans[-1] if plans and isinstance(plans[-1], dict) else {}
     profile = final.get("hidden_profile") if isinstance(final.get("hidden_profile"), dict) else {}
     required = final.get("required_keys") or list(FAMILIES[family].required if family in FAMILIES else [])
     scenario = Scenario(seed=None, source_id=str(item["scenario_id"]), family=family, difficulty=difficulty,
@@ -184,8 +187,11 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
              for i, (raw, call, err, res) in enumerate(steps)]
     revealed = [r["field_revealed"] for _, c, _, r in steps if r.get("field_revealed")]
     last = steps[-1][1] if steps else None
-    termination = "plan" if final else "unparseable" if steps and last is None else "max_steps"
-    gate = recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5
+    # A plan call ends an episode whatever its result holds; only without one did it run out of steps.
+    termination = "plan" if plans else "unparseable" if steps and last is None else "max_steps"
+    # A failed gate forces the score to 0, so a positive recorded score means the gate passed
+    # (the recorded FormatCheck of a published trace may be stale, or missing).
+    gate = recorded.score > 0 or recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5
     weights = {f"{k}Rubric": w for k, w in RUBRIC_WEIGHTS.items()}
     breakdown = RewardBreakdown(rubric="v1", total=recorded.score, gate_passed=gate,
                                 components=recorded.breakdown, weights=weights)

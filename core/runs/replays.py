@@ -18,7 +18,10 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
-from core.runs.episode_table import Comparison, Filters, compare_runs, episode_table, filter_table, record_row
+from core.runs.comparison import Comparison, RubricMismatch, compare_tables
+from core.runs.transcripts import inert
+from core.runs.uploads import PER_SESSION, STORE
+from core.runs.episode_table import Filters, episode_table, filter_table, record_row
 from core.records import Episode
 
 LOG_NAME = "episodes.jsonl"
@@ -31,7 +34,7 @@ class RunNotFound(LookupError):
     """A run name that is malformed or names no run under the replays directory."""
 
 
-VIEW_ERRORS = (RunNotFound, EpisodeLogError)
+VIEW_ERRORS = (RunNotFound, EpisodeLogError, RubricMismatch)
 """What opening a run or an episode can raise; handlers turn these into a message."""
 
 
@@ -152,7 +155,7 @@ def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = (
                    problems)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)  # bounds the shipped runs held in memory (a 10,000-episode run is about 80 MB)
 def _load_cached(name: str, path: str, mtime_ns: int, size: int) -> LoadedRun:
     return _bundle(name, scan_records(path))
 
@@ -176,10 +179,18 @@ def upload_name(filename: str) -> str:
     return UPLOAD_PREFIX + stem
 
 
-def get_run(root: str | Path, name: str, uploads: dict[str, LoadedRun] | None = None) -> LoadedRun:
-    """A run by name: an upload of this session, else a shipped run under ``root``."""
+def get_run(root: str | Path, name: str, uploads: dict | None = None) -> LoadedRun:
+    """A run by name: an upload of this session, else a shipped run under ``root``.
+
+    ``uploads`` maps a name to a ``LoadedRun`` or to its key in ``core.runs.uploads.STORE``."""
     if uploads and name in uploads:
-        return uploads[name]
+        held = uploads[name]
+        if isinstance(held, str):
+            held = STORE.get(held)
+            if held is None:
+                raise RunNotFound(f"the upload {name!r} was closed to keep the server's memory bounded (a "
+                                  f"session keeps its last {PER_SESSION} uploads); upload it again")
+        return held
     if name.startswith(UPLOAD_PREFIX):
         raise RunNotFound(f"the upload {name!r} is not in this session (upload it again)")
     return load_run(root, name)
@@ -195,6 +206,21 @@ def runs_table(root: str | Path, names: Sequence[str], uploads: dict | None = No
         frame[col] = frame[col].astype("category")
     frame["run"] = pd.Categorical(frame["run"], categories=list(dict.fromkeys(names)))
     return frame
+
+
+def known_runs(root: str | Path, names: Sequence[str], uploads: dict | None = None) -> tuple[list[str], list[str]]:
+    """Split picked run names into those that exist (in order) and a message for each that does not."""
+    known, problems = [], []
+    for name in dict.fromkeys(names):
+        try:
+            if (uploads and name in uploads) or str(name).startswith(UPLOAD_PREFIX):
+                get_run(root, name, uploads)
+            else:
+                resolve_run(root, name)
+            known.append(name)
+        except RunNotFound as exc:
+            problems.append(str(exc))
+    return known, problems
 
 
 def find_episode(root: str | Path, run: str, episode_id: str, uploads: dict | None = None) -> Episode:
@@ -244,17 +270,18 @@ def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
     note = f"✓ Opened **{run.name}**: {len(run)} episodes."
     if run.problems:
-        shown = "\n".join(f"- {p}" for p in run.problems[:10])
+        shown = "\n".join(f"- {inert(p)}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""
         note += f" Skipped {len(run.problems)} bad record(s), as asked:\n{shown}{more}"
     return note
 
 
 def compare_named(root: str | Path, run_a: str, run_b: str, uploads: dict | None = None) -> Comparison:
-    """``compare_runs`` on two runs given by name."""
+    """``core.runs.comparison.compare_tables`` on two runs given by name (the CLI's own comparison)."""
     if not run_a or not run_b:
         raise RunNotFound("pick two runs to compare")
-    return compare_runs(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table)
+    return compare_tables(get_run(root, run_a, uploads).table, get_run(root, run_b, uploads).table,
+                          name_a=run_a, name_b=run_b)
 
 
 def compared_episodes(root: str | Path, run_a: str, run_b: str, scenario: str,

@@ -1,5 +1,7 @@
 """Run summaries: what ``summary.json`` of an evaluation holds, computed from its episodes.
 
+Comparing two runs is ``core.runs.comparison`` (one implementation for the CLI and the app).
+
 One ``RunSummary`` per run directory; every reader of runs (app, CLI, reports) reads it. Intervals are
 95% percentile bootstraps from ``core.stats``, resampling whole scenarios when a scenario was
 played more than once (K samples of one scenario are not independent).
@@ -12,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Episode
-from core.stats import bootstrap_mean, paired_difference
+from core.stats import bootstrap_mean
 
 SUMMARY_VERSION = 1
 
@@ -112,44 +114,3 @@ def published_row(summary: RunSummary, label: str | None = None) -> dict:
         row[f"fam_{name}"] = stats.mean
         row[f"max_{name}"] = stats.max
     return row
-
-
-class Comparison(BaseModel):
-    """Paired difference of mean score, run A minus run B, over the scenarios both ran."""
-
-    model_config = ConfigDict(extra="forbid")
-    a: str
-    b: str
-    n_shared: int
-    """Scenarios present in both runs (each averaged over its samples first)."""
-    only_a: int
-    only_b: int
-    mean_a: float
-    mean_b: float
-    diff: float
-    ci: list[float]
-    """[lo, hi] 95% bootstrap interval of the paired difference."""
-
-
-def per_scenario_means(episodes: Sequence[Episode]) -> dict[str, float]:
-    """Scenario id -> mean score over its samples."""
-    scores = defaultdict(list)
-    for e in episodes:
-        scores[e.scenario.id].append(e.score)
-    return {k: sum(v) / len(v) for k, v in scores.items()}
-
-
-def compare(a: Sequence[Episode], b: Sequence[Episode], *, name_a: str = "A", name_b: str = "B") -> Comparison:
-    """Paired comparison of two runs on their shared scenarios."""
-    ra, rb = {e.rubric for e in a}, {e.rubric for e in b}
-    if ra != rb:
-        raise ValueError(f"runs {name_a} ({sorted(ra)}) and {name_b} ({sorted(rb)}) used different rubric versions")
-    ma, mb = per_scenario_means(a), per_scenario_means(b)
-    shared = [k for k in ma if k in mb]
-    if not shared:
-        raise ValueError(f"runs {name_a} and {name_b} share no scenario ids")
-    xa, xb = [ma[k] for k in shared], [mb[k] for k in shared]
-    iv = paired_difference(xa, xb)
-    return Comparison(a=name_a, b=name_b, n_shared=len(shared), only_a=len(ma) - len(shared),
-                      only_b=len(mb) - len(shared), mean_a=sum(xa) / len(xa), mean_b=sum(xb) / len(xb),
-                      diff=iv.mean, ci=[iv.lo, iv.hi])

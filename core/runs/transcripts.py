@@ -6,7 +6,9 @@ here comes from the ``Episode`` record (turns, results, plan, breakdown). Messag
 marks a collapsible tool-call block.
 """
 
+import html
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,41 @@ from core.records import Episode, Turn
 from core.clarify.rubrics import values_equal_v1, values_equal_v2
 
 Message = dict[str, Any]
+_INLINE = re.compile(r"[\\`*\[\]!|~$@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z])(?=://)|(?<=www)(?=\.)")
+"""Inline markdown: emphasis, code, links, images, tables, maths, autolinks (``://``, ``www.``, ``@``)."""
+_BLOCK = re.compile(r"^([#=+\-]|\d+(?=[.)]))")
+"""A line start that would open a heading, list, rule or setext underline."""
+
+
+def inert(text: Any) -> str:
+    """Untrusted text (a URL, an upload, a model or a visitor) as markdown that renders as itself.
+
+    ``<`` ``>`` ``&`` become entities (no HTML element, no blockquote), the characters markdown
+    acts on get a backslash (no emphasis, link, image, autolink or table), and each line starts
+    as plain text (no heading, list or code block); line breaks stay.
+    """
+    lines = []
+    for line in str(text).split("\n"):
+        line = _INLINE.sub(lambda m: "\\" + m.group(0) if m.group(0) else "\\", html.escape(line.lstrip(), quote=False))
+        lines.append(_BLOCK.sub(lambda m: m.group(0) + "\\" if m.group(0)[0].isdigit() else "\\" + m.group(0), line))
+    return "  \n".join(lines)
+
+
+def code(text: Any) -> str:
+    """Untrusted text as an inline code span (shown literally), its fence longer than any backtick run inside."""
+    text = str(text).replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fenced(text: Any, language: str = "") -> str:
+    """Untrusted text as a fenced code block whose fence no run of backticks inside can close."""
+    text = str(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 @dataclass(frozen=True)
@@ -36,7 +73,7 @@ class FieldMark:
 
 
 def _block(call: str, result: dict, reward: float, title_tail: str) -> Message:
-    body = f"```\n{call}\n```\n```json\n{json.dumps(result, indent=1, ensure_ascii=False)}\n```"
+    body = f"{fenced(call)}\n{fenced(json.dumps(result, indent=1, ensure_ascii=False), 'json')}"
     title = f"{title_tail} · step reward {reward:+.2f}"
     return {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}
 
@@ -45,19 +82,19 @@ def _ask_messages(turn: Turn) -> list[Message]:
     question = str(turn.call.arguments.get("question", ""))
     res = turn.result
     if "error" in res:
-        outcome = f"error: {res['error']}"
+        outcome = f"error: {inert(res['error'])}"
     elif res.get("over_cap"):
         outcome = "over budget, episode ends"
     elif res.get("field_revealed"):
-        outcome = f"revealed `{res['field_revealed']}`"
+        outcome = f"revealed {code(res['field_revealed'])}"
     elif res.get("duplicate"):
         outcome = "field already revealed"
     else:
         outcome = "no field matched"
-    out = [{"role": "assistant", "content": question or "(empty question)"},
+    out = [{"role": "assistant", "content": inert(question) if question else "(empty question)"},
            _block(turn.raw.strip(), res, turn.reward, f"ask_question → {outcome}")]
     if res.get("answer"):
-        out.append({"role": "user", "content": str(res["answer"])})
+        out.append({"role": "user", "content": inert(res["answer"])})
     return out
 
 
@@ -70,34 +107,34 @@ def _plan_messages(episode: Episode, turn: Turn) -> list[Message]:
         shown = str(plan)
     res = {k: v for k, v in turn.result.items() if k not in ("hidden_profile", "breakdown")}
     title = "propose_plan → " + (f"score {turn.result['score']:.3f}" if "score" in turn.result
-                                 else f"error: {turn.result.get('error', 'no result')}")
-    return [{"role": "assistant", "content": f"**Proposes a plan**\n```json\n{shown}\n```"},
+                                 else f"error: {inert(turn.result.get('error', 'no result'))}")
+    return [{"role": "assistant", "content": f"**Proposes a plan**\n{fenced(shown, 'json')}"},
             _block(turn.raw.strip(), res, turn.reward, title)]
 
 
 def turn_messages(episode: Episode, turn: Turn) -> list[Message]:
     """The chat messages for one agent step."""
     if turn.call is None:
-        why = turn.parse_error or "no tool call found"
-        quoted = "\n".join("> " + line for line in (turn.raw.strip() or "(empty)").splitlines())
+        why = inert(turn.parse_error or "no tool call found")
+        quoted = "\n".join("> " + inert(line) for line in (turn.raw.strip() or "(empty)").splitlines())
         return [{"role": "assistant", "content": f"⚠ **No parseable tool call** ({why})\n\n{quoted}"}]
     if turn.call.name == "ask_question":
         return _ask_messages(turn)
     if turn.call.name == "propose_plan":
         return _plan_messages(episode, turn)
-    return [_block(turn.raw.strip(), turn.result, turn.reward, f"{turn.call.name}()")]
+    return [_block(turn.raw.strip(), turn.result, turn.reward, f"{inert(turn.call.name)}()")]
 
 
 def chat_messages(episode: Episode) -> list[Message]:
     """The whole episode as chat messages: request, questions, answers, calls, verdict."""
-    messages: list[Message] = [{"role": "user", "content": episode.scenario.request}]
+    messages: list[Message] = [{"role": "user", "content": inert(episode.scenario.request)}]
     for turn in episode.turns:
         messages.extend(turn_messages(episode, turn))
     verdict = f"**Episode ended: {episode.termination}** · score **{episode.score:.3f}**"
     if episode.breakdown is not None:
         verdict += " · format gate " + ("passed" if episode.breakdown.gate_passed else "**failed**")
     if episode.recorded is not None:
-        verdict += f" · recorded by {episode.recorded.source}: {episode.recorded.score:.3f}"
+        verdict += f" · recorded by {inert(episode.recorded.source)}: {episode.recorded.score:.3f}"
     messages.append({"role": "assistant", "content": verdict})
     return messages
 
@@ -152,15 +189,51 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
 
 
+def zero_reasons(episode: Episode) -> dict[str, str]:
+    """Why each rubric component of an ended episode is 0, in words (component name -> reason).
+
+    Derived from the record the way the rubric computes each part (``core.clarify.rubrics``), so
+    a reader of a 0 bar learns what the agent did or missed, not only that it scored nothing.
+    """
+    b, sc, plan = episode.breakdown, episode.scenario, episode.plan
+    if b is None:
+        return {}
+    missing = [k for k in sc.required_keys if not plan or plan.get(k) in (None, "", [], {})]
+    why = {
+        "FormatCheckRubric": "no plan parsed to a JSON object" if plan is None else
+        f"the plan lacks a filled value for {', '.join(missing) or 'a demanded key'}",
+        "FieldMatchRubric": "no plan" if plan is None else "no planned value matches the hidden profile",
+        "InfoGainRubric": f"no question revealed a critical field ({', '.join(sc.critical_fields) or 'none'})",
+        "QuestionEfficiencyRubric": f"all {sc.max_questions} questions of the budget were asked",
+        "HallucinationCheckRubric": "every judged plan key was stated without a question revealing it",
+    }
+    reasons = {k: why.get(k, "the rubric gave 0") for k, v in b.components.items() if v == 0}
+    if not b.gate_passed:
+        reasons["score"] = "the format gate failed, so the score is forced to 0 and no component counts"
+    return reasons
+
+
+def _scenario_facts(episode: Episode) -> str:
+    """Difficulty and fields revealed; a scenario rebuilt from a trace claims only what the trace says."""
+    sc = episode.scenario
+    rebuilt = sc.seed is None
+    stated = not rebuilt or str(sc.source_id or "").endswith(sc.difficulty)
+    difficulty = f"{inert(sc.difficulty)} ({inert(sc.title)})" if stated else "difficulty not in the trace"
+    revealed = (f"{len(episode.fields_revealed)}/{len(sc.hidden_profile)} fields revealed" if sc.hidden_profile
+                else f"{len(episode.fields_revealed)} fields revealed (hidden profile not in the trace)")
+    source = " · scenario rebuilt from the trace's own tool results (its id names no generated scenario)" \
+        if rebuilt and episode.recorded is not None else ""
+    return f"{difficulty} · {episode.questions_asked}/{sc.max_questions} questions · {revealed}{source}"
+
+
 def episode_header(episode: Episode, run: str) -> str:
     """A two-line markdown summary of one episode for the top of the episode view."""
-    sc = episode.scenario
     gate = "" if episode.breakdown is None else (
-        " · gate ✓" if episode.breakdown.gate_passed else " · gate ✗ (score forced to 0)")
+        " · gate ✓" if episode.breakdown.gate_passed else
+        " · gate ✗ (score forced to 0)" if episode.score == 0 else " · gate ✗")
     recorded = "" if episode.recorded is None else (
-        f" · recorded score ({episode.recorded.source}) **{episode.recorded.score:.3f}**")
-    return (f"### {episode.id} · score **{episode.score:.3f}**{gate}{recorded}\n"
-            f"`{run}` · policy `{episode.policy}` · rubric {episode.rubric} · {sc.family} · "
-            f"{sc.difficulty} ({sc.title}) · {episode.questions_asked}/{sc.max_questions} questions · "
-            f"{len(episode.fields_revealed)}/{len(sc.hidden_profile)} fields revealed · "
+        f" · recorded score ({inert(episode.recorded.source)}) **{episode.recorded.score:.3f}**")
+    return (f"### {inert(episode.id)} · score **{episode.score:.3f}**{gate}{recorded}\n"
+            f"{code(run)} · policy {code(episode.policy)} · rubric {episode.rubric} · "
+            f"{inert(episode.scenario.family)} · {_scenario_facts(episode)} · "
             f"ended by **{episode.termination}** · ★ = critical field")

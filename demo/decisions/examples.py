@@ -1,9 +1,11 @@
 """Example states for the Decisions tab, each with questions that fit it.
 
-Four situations a decision model meets: a support ticket, a meeting request (as a JSON record), a
-medical intake note, and one that is genuinely ambiguous: a triage ticket in the training data's own
-phrasing with one billing and one security cue, whose true posterior is 0.5/0.5 between the two
-(the known-posterior probe's two-cue case), so a calibrated model should split its probability.
+Every example is the kind of input the shipped models were trained on (core.decision.data): a
+support ticket, an order record (a JSON object), an access-policy request, each with the training
+data's own questions, and one genuinely ambiguous ticket in the same phrasing with one billing
+and one security cue, whose true posterior is 0.5/0.5 between the two (the known-posterior
+probe's two-cue case), so a calibrated model should split its probability. Text unlike these
+gets an out-of-distribution warning with each answer (``core.decision.familiarity``).
 """
 
 from dataclasses import dataclass
@@ -24,39 +26,33 @@ class Example:
 EXAMPLES: tuple[Example, ...] = (
     Example(
         "Support ticket",
-        "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice for the March invoice and "
-        "the refund never arrived.\nNote: would like it fixed this week.",
+        "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.\nNote: would like it fixed this week.",
         (
             QuestionRow("choice", "Which department should handle this ticket?",
-                        "BILLING: billing and payments\nINFRA: infrastructure and outages\n"
-                        "SECURITY: security and account access\nSUPPORT: product how-to questions"),
+                        "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
             QuestionRow("score", "What priority does this ticket have?", "P3_LOW\nP2_NORMAL\nP1_HIGH\nP0_CRITICAL"),
             QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
         ),
     ),
     Example(
-        "Meeting request",
-        '{"from": "Dana (VP Sales)", "subject": "Quarterly review", "body": "Can we meet Thursday or '
-        'Friday afternoon for an hour? I will bring the forecast.", "calendar": {"Thursday": "free after 14:00", '
-        '"Friday": "busy all day"}}',
+        "Order record",
+        '{"order": "4000123", "status": "DELIVERED", "payment": "PAID", "carrier": "UPS", "items": 3, '
+        '"express": false}',
         (
-            QuestionRow("choice", "When should the meeting be booked?",
-                        "THU: Thursday afternoon\nFRI: Friday afternoon\nASK: ask for another day"),
-            QuestionRow("choice", "How long should the slot be?", "30 minutes\n1 hour\n2 hours"),
-            QuestionRow("noul", "Does the request need a reply today?", ""),
+            QuestionRow("choice", "What is the status of this order?", "SHIPPED\nDELIVERED\nRETURNED\nON_HOLD"),
+            QuestionRow("score", "How many items does this order contain?",
+                        "1 item\n2 to 3 items\n4 to 6 items\n7 or more items"),
+            QuestionRow("noul", "Is a refund due on this order?", ""),
         ),
     ),
     Example(
-        "Medical intake",
-        "Intake note: 58-year-old, chest tightness for 40 minutes while climbing stairs, now resting, "
-        "mild sweating, history of high blood pressure. Not a diagnosis; triage only.",
+        "Access request",
+        "Request 4000456: access to ANALYTICS\nRequester: ENGINEER, account ACTIVE\nClearance held: LEVEL_2\n"
+        "Policy: ANALYTICS requires LEVEL_3 or higher.",
         (
-            QuestionRow("score", "How urgent is this visit?",
-                        "routine appointment\nsame-day visit\nurgent care\nemergency now"),
-            QuestionRow("choice", "Which service should see the patient first?",
-                        "ED: emergency department\nGP: general practice\nCARD: cardiology clinic"),
-            QuestionRow("noul", "Should the patient be told to call emergency services?",
-                        "true: call now\nfalse: wait for an appointment"),
+            QuestionRow("choice", "Which system is being requested?", "ANALYTICS\nWIKI\nPAYROLL"),
+            QuestionRow("score", "What clearance level does the requester hold?", "LEVEL_1\nLEVEL_2\nLEVEL_3\nLEVEL_4"),
+            QuestionRow("noul", "Should this access request be granted?", ""),
         ),
     ),
     Example(

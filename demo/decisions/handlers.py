@@ -19,25 +19,41 @@ from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
 from core.decision import reports
+from core.decision.familiarity import familiarity, warning
+from core.decision.questions import render_state
+from core.runs.transcripts import inert
 from demo.decisions import builder as views
 
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = models.DeciderCache()
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "max p", "entropy conf.", "score / p(true)",
-                 "top-two gap"]
+                 "top-two gap", "input vs training"]
 """System One's confidence (rescaled: 0 uniform, 1 one-hot) and max p (the top probability) side by side."""
-
-
-def _plain(text: str) -> str:
-    """Text for a Markdown component, shown as typed: HTML and Markdown marks escaped (an endpoint's
-    error body or a model's name is data, not markup)."""
-    return re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(text, quote=False))
 
 
 def _error(message: str | None) -> dict:
     """An error line next to a field (hidden when there is nothing to say)."""
-    return gr.update(value=f"⚠ {_plain(message)}" if message else "", visible=bool(message))
+    return gr.update(value=f"⚠ {inert(message)}" if message else "", visible=bool(message))
+
+
+def _reason(err: ValueError) -> str:
+    """An error's message for this tab: a too-long request says what is over which limit and to
+    shorten it (core's truncate option is not offered here, so its hint is left out)."""
+    if getattr(err, "hint", ""):  # core.decision.decider.RequestTooLong (not imported: it pulls in torch)
+        return f"{err.reason} Shorten it: nothing is cut silently."
+    return str(err)
+
+
+def check_upload(upload: str | None) -> dict:
+    """A new labelled file: its own error at once (or none), never the previous file's."""
+    if not upload:
+        return _error(None)
+    try:
+        evalset.load_items(evalset.SOURCES[2], 0, upload)
+    except ValueError as err:
+        return _error(str(err))
+    return _error(None)
 
 
 def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
@@ -53,12 +69,22 @@ def _visibility(n: int) -> list[dict]:
 # ---- model picker
 
 
-def model_choices(models_dir: str):
-    """Both pickers' choices (label says when a model is unavailable) and the first usable model."""
+def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
+    """Both pickers' entries (label says when a model is unavailable) and the first usable model.
+
+    The layout fills the pickers with these at build time, so the API schema names every model
+    and ``gradio_client`` can call /ask, /calibrate and /probe without loading the page first.
+    """
     found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
     labels = [(e.key + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
-    return (gr.update(choices=labels, value=first), gr.update(choices=[("(none)", "")] + labels, value=""),
+    return labels, [("(none)", "")] + labels, first
+
+
+def model_choices(models_dir: str):
+    """Page load: both pickers refreshed (an export added since start-up shows up) and the note."""
+    labels, optional, first = picker_choices(models_dir)
+    return (gr.update(choices=labels, value=first), gr.update(choices=optional, value=""),
             model_note(models_dir, first))
 
 
@@ -66,9 +92,9 @@ def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
     entry = models.find(models_dir or None, key)
     if entry is None:
-        return "Pick a decision model." if not key else f"⚠ unknown model {key!r}"
+        return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = models.check(entry)
-    return f"{'✓' if found.ok else '⚠ not available:'} {entry.note}. {found.message}"
+    return f"{'✓' if found.ok else '⚠ not available:'} {inert(entry.note)}. {inert(found.message)}"
 
 
 # ---- state and question builder
@@ -113,7 +139,22 @@ def remove_question(index: int, n: int, *values):
 # ---- Ask
 
 
-def _table(result: views.AskResult) -> pd.DataFrame:
+def _familiarity(deciders: dict, state) -> dict:
+    """Per model, how much of the state is outside its training vocabulary (its own tokenizer).
+
+    Only our letter-readout models (they carry ``overruns``): the signal is measured against the
+    tokenizer fitted on their own training prompts; a pipeline model or an endpoint has no such vocabulary.
+    """
+    text = render_state(state)
+    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items() if hasattr(d, "overruns")}
+
+
+def _ood_cell(found) -> str:
+    return (f"⚠ unlike it ({found.rate:.0%} unknown words)" if found.out_of_distribution
+            else f"like it ({found.rate:.0%} unknown)")
+
+
+def _table(result: views.AskResult, known: dict) -> pd.DataFrame:
     out = []
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
@@ -122,12 +163,12 @@ def _table(result: views.AskResult) -> pd.DataFrame:
             out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
                         "" if conf is None else round(conf, 3), round(ans["max_p"], 3),
                         round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
-                        round(r.margin, 3)])
+                        round(r.margin, 3), _ood_cell(known[key]) if key in known else ""])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
 def _latency(result: views.AskResult) -> str:
-    parts = [f"**{_plain(k)}**: {1000 * s:.0f} ms " + (f"({result.usage[k]['input_tokens']} tokens, {result.usage[k]['path']} "
+    parts = [f"**{inert(k)}**: {1000 * s:.0f} ms " + (f"({result.usage[k]['input_tokens']} tokens, {result.usage[k]['path']} "
              "path)" if k in result.usage else "(failed)") for k, s in result.seconds.items()]
     return "Latency: " + " · ".join(parts) if parts else ""
 
@@ -150,8 +191,10 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
     qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
+    known = _familiarity({k: deciders[k] for k in result.answers}, views.parse_state(state)) if result.answers else {}
+    notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
-            *qerr, fig, _table(result), _latency(result), result.answers]
+            *qerr, fig, _table(result, known), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
 
 
 def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str | None = None) -> dict:
@@ -160,18 +203,26 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     ``state`` may be the whole System One request (``questions`` then empty). The result is core's,
     except ``usage["path"]`` arrives as ``usage["decider_path"]``.
     """
+    if not isinstance(state, (str, dict)):
+        raise gr.Error(f"state must be text or a JSON object (field: value), got {type(state).__name__}",
+                       print_exception=False)
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
-        raise gr.Error(errors.get("model", "pick a decision model"))
+        raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
     try:
         questions = json.loads(questions) if isinstance(questions, str) and questions.strip() else questions
         if not questions and isinstance(state, dict) and "questions" in state:  # the whole request
             state, questions = system_one.split_request(state, None)
+        if not isinstance(questions, dict) or not questions:
+            raise ValueError("questions must be a JSON object {id: {\"type\", \"instructions\", \"criteria\"}}, "
+                             f"got {type(questions).__name__}")
         out = deciders[model].score(views.parse_state(state), questions)
     except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
-        raise gr.Error(str(err)) from None
+        raise gr.Error(_reason(err), print_exception=False) from None
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
+    found = _familiarity({model: deciders[model]}, views.parse_state(state))[model]
+    out["familiarity"] = {**found.record(), "warning": warning(found, model)}
     return out
 
 
@@ -214,13 +265,13 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature))
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
-        errors[_field_of(err)] = str(err)
+        errors[_field_of(err)] = _reason(err)
     if view is None or errors:
         blank = plots.empty_figure("Fix the fields marked ⚠, then press Evaluate.")
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
-    note = f"{len(items)} rows from {source} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
@@ -234,7 +285,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
         items = evalset.load_items(evalset.SOURCES[1], int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
-        errors[_field_of(err)] = str(err)
+        errors[_field_of(err)] = _reason(err)
     if errors:
         return [_error(errors.get("set")), _error(errors.get("model")),
                 plots.empty_figure("Fix the fields marked ⚠, then press Run probe."), None]

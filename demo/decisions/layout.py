@@ -10,6 +10,7 @@ import gradio as gr
 
 from core.decision.evalsets import SOURCES
 from demo.decisions.examples import example_names
+from core.decision.familiarity import THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 
 CSS = """
@@ -74,9 +75,7 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
                 example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
-                model_a = gr.Dropdown([], label="Decision model", scale=3, allow_custom_value=True,
-                                      info=PICKER_INFO, elem_id="dq-model")
-                model_b = gr.Dropdown([], label="Compare with (optional)", scale=3, allow_custom_value=True)
+                model_a, model_b = _model_dropdowns(models_dir.value, scale=3, elem_id="dq-model")
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
             state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
@@ -106,10 +105,17 @@ def _ask_panel(models_dir: gr.State):
     return model_a, model_b, model_note
 
 
-def _pickers():
+def _model_dropdowns(models_dir: str, scale: int, elem_id: str | None = None):
+    """The two model pickers, filled now (the API schema lists every model) and refreshed on load."""
+    labels, optional, first = h.picker_choices(models_dir)
+    return (gr.Dropdown(labels, value=first, label="Decision model", scale=scale, allow_custom_value=True,
+                        info=PICKER_INFO, elem_id=elem_id),
+            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=scale, allow_custom_value=True))
+
+
+def _pickers(models_dir: str):
     with gr.Row(equal_height=True):
-        model_a = gr.Dropdown([], label="Decision model", scale=1, allow_custom_value=True, info=PICKER_INFO)
-        model_b = gr.Dropdown([], label="Compare with (optional)", scale=1, allow_custom_value=True)
+        model_a, model_b = _model_dropdowns(models_dir, scale=1)
     note = gr.Markdown()
     return model_a, model_b, note, _error_line()
 
@@ -117,7 +123,7 @@ def _pickers():
 def _calibration_panel(models_dir: gr.State):
     with gr.Row():
         with gr.Column(scale=4):
-            model_a, model_b, note, model_err = _pickers()
+            model_a, model_b, note, model_err = _pickers(models_dir.value)
             source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
             contexts = gr.Slider(10, 1000, value=50, step=10, label="Contexts (test split) / tickets per kind (probe)",
                                  info="Every row runs through the model on this CPU; start small.")
@@ -136,6 +142,7 @@ def _calibration_panel(models_dir: gr.State):
             ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
             ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
+    upload.change(h.check_upload, upload, set_err, api_name=False)  # this file's message, no earlier one
     run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature],
               [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
     return model_a, model_b, note
@@ -143,7 +150,7 @@ def _calibration_panel(models_dir: gr.State):
 
 def _probe_panel(models_dir: gr.State):
     gr.Markdown(PROBE_HELP)
-    model_a, model_b, note, model_err = _pickers()
+    model_a, model_b, note, model_err = _pickers(models_dir.value)
     tickets = gr.Slider(20, 500, value=100, step=10, label="Tickets per kind (one-cue, two-cue)")
     set_err = _error_line()
     run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
@@ -158,6 +165,12 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     gr.HTML(f"<style>{CSS}</style>")
+    gr.Markdown(f"**What the models know.** The shipped decision models (warmup, RLCD, RLVR, oracle) were all "
+                f"trained on {TRAINED_ON}; the arms differ in their training objective, not their data. "
+                f"Their calibration was measured on that kind of data only: every answer says whether the "
+                f"state is like it (the share of its words outside the model's training vocabulary; above "
+                f"{THRESHOLD:.0%} it warns), and the examples below are of that kind.",
+                elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
             pickers = [_ask_panel(folder)]

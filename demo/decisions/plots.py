@@ -5,6 +5,7 @@ Pure functions from answers or metric records to ``go.Figure``; nothing here com
 comparison is always on the same axes.
 """
 
+from html import escape
 from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -23,7 +24,7 @@ FONT = dict(family="system-ui, sans-serif", size=13)
 def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
     short = text if len(text) <= 70 else text[:67] + "..."
     badge = " ⚠ close call" if any(reading(qid, a).close for a in answers) else ""
-    return f"<b>{qid}</b> · {short}{badge}"
+    return f"<b>{escape(qid, quote=False)}</b> · {escape(short, quote=False)}{badge}"  # plotly reads tags in text
 
 
 def _labels(ans: Mapping, keys: list[str]) -> list[str]:
@@ -53,7 +54,7 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
             keys, probs = _labels(ans, list(by_option)), list(by_option.values())
             chosen = [k == top_option(ans) for k in by_option]
             fig.add_bar(
-                x=probs, y=keys, orientation="h", name=name, legendgroup=name, showlegend=row == 1,
+                x=probs, y=[escape(str(k), quote=False) for k in keys], orientation="h", name=name, legendgroup=name, showlegend=row == 1,
                 marker_color=[COLORS[m] if c else PALE[m] for c in chosen],
                 marker_line=dict(color=COLORS[m], width=1.5),
                 text=[f"{'★ ' if c else ''}{p:.0%}" for p, c in zip(probs, chosen)], textposition="outside",

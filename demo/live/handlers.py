@@ -8,6 +8,7 @@ model checks it after every token, and the generator itself reports the stopped 
 generator (a closed tab) stops the model the same way.
 """
 
+import os
 import threading
 from html import escape
 from urllib.parse import urlencode
@@ -22,6 +23,9 @@ from core.live.streaming import GenerationSettings
 
 MODELS = registry.ModelCache()
 """Loaded models, shared read-only by every session (each loads once, on first use)."""
+PUBLIC = registry.public_deployment()
+"""On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
+models folder: elsewhere its notes would tell any visitor which server paths exist."""
 SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
 
 
@@ -49,6 +53,11 @@ def first_ready(choices: list[tuple[str, str]]) -> str | None:
 
 def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
     if path and path.strip():
+        if PUBLIC:
+            try:
+                return registry.confined_entry(path.strip(), models_dir)
+            except ValueError as exc:
+                raise live.LiveError(str(exc)) from None
         return registry.local_entry(path.strip())
     if not key:
         raise live.LiveError("pick a model, or type the path of a local model folder")
@@ -60,9 +69,10 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
     try:
         entry = _entry(models_dir, key, path)
     except (live.LiveError, KeyError) as exc:
-        return f"⚠️ {exc}"
+        return f"⚠️ {transcripts.inert(exc)}"
     found = registry.check(entry, MODELS.cache_dir)
-    return f"{'✓ available' if found.ok else '✗ unavailable'} · **{entry.key}**: {found.message}"
+    return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
+            f"{transcripts.inert(found.message)}")
 
 
 def _budget(session: live.LiveSession | None) -> str:
@@ -77,7 +87,8 @@ def _card(session: live.LiveSession | None) -> str:
     if session is None:
         return "Start an episode to see its task."
     s = session.scenario
-    return (f"**{s.id}** · {s.family} · {s.difficulty} ({s.title})\n\n> {s.request}\n\n"
+    return (f"**{transcripts.inert(s.id)}** · {s.family} · {s.difficulty} ({transcripts.inert(s.title)})\n\n"
+            f"> {transcripts.inert(s.request)}\n\n"
             f"Required plan fields: {', '.join(f'`{k}`' for k in s.required_keys)}")
 
 
@@ -100,7 +111,8 @@ def _end_panel(session: live.LiveSession | None, replays_dir: str):
     link = (f'<a href="?{escape(query)}" target="_blank">'
             f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
     return (gr.update(visible=True), transcripts.episode_header(episode, session.run_name),
-            plots.breakdown_bars(episode.breakdown), transcripts.marks_frame(transcripts.field_marks(episode)),
+            plots.breakdown_bars(episode.breakdown, reasons=transcripts.zero_reasons(episode)),
+            transcripts.marks_frame(transcripts.field_marks(episode)),
             link, str(log))
 
 
@@ -123,11 +135,11 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     """Start button: a new episode in this session (the model is loaded by ``play``)."""
     try:
         settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
-        scenario = live.pick_scenario(source, family, difficulty, int(seed), int(heldout))
+        scenario = live.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
         entry = None if mode == "agent" else _entry(models_dir, key, path)
         session = live.start(mode, scenario, rubric, entry, settings, previous=session)
     except (live.LiveError, KeyError, ValueError) as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
@@ -143,7 +155,7 @@ def play(session, replays_dir, progress=gr.Progress()):
         for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop
     except (live.LiveError, registry.ModelLoadError, RuntimeError) as exc:
-        yield *view(session, replays_dir, f"⚠️ {exc}"), stop
+        yield *view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}"), stop
 
 
 def request_stop(stop: threading.Event | None) -> str:
@@ -159,7 +171,7 @@ def answer(session, replays_dir, text):
     try:
         session = live.answer_question(session, text)
     except live.LiveError as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
@@ -167,7 +179,7 @@ def _agent_move(session, replays_dir, tool, text=""):
     try:
         session = live.agent_move(session, tool, text)
     except live.LiveError as exc:
-        return view(session, replays_dir, f"⚠️ {exc}")
+        return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
-from core.live.session import MODES
+from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
 from demo.live import handlers as h
 
@@ -29,7 +29,8 @@ def _pickers(models_dir):
         model = gr.Dropdown(choices, value=h.first_ready(choices), label="Model", scale=4, allow_custom_value=True,
                             info="✓ = on this machine; ✗ = see the note below")
         path = gr.Textbox(label="…or a local model folder (Hugging Face layout)", scale=3,
-                          placeholder="/path/to/checkpoint")
+                          placeholder="a folder name inside the models folder" if h.PUBLIC else "/path/to/checkpoint",
+                          info="Public Space: only folders inside the models folder" if h.PUBLIC else None)
         int8 = gr.Checkbox(label="int8 (big models on CPU)", scale=1)
     model_note = gr.Markdown(elem_classes="live-note")
     with gr.Row(equal_height=True):
@@ -41,7 +42,9 @@ def _pickers(models_dir):
         family = gr.Dropdown(["any", *FAMILIES], value="event_planning", label="Family", scale=2)
         difficulty = gr.Radio(list(DIFFICULTIES), value="easy", label="Difficulty", scale=2)
         seed = gr.Number(value=0, precision=0, label="Scenario seed", scale=1)
-        heldout = gr.Number(value=0, precision=0, minimum=0, maximum=299, label="Held-out index", scale=1)
+        # No minimum/maximum here: gradio would refuse every Start over this box even when the source
+        # is "Generated"; core.live.session checks the index only when the held-out list is used.
+        heldout = gr.Number(value=0, precision=0, label="Held-out index (0-299)", scale=1)
     defaults = GenerationSettings()
     with gr.Accordion("Generation settings", open=False):
         with gr.Row():
@@ -84,12 +87,15 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             chat = gr.Chatbot(label="Transcript", height=560, elem_id="live-chat", feedback_options=None,
                               group_consecutive_messages=False, buttons=["copy_all"])
             with gr.Row(visible=False, equal_height=True) as user_row:
-                reply = gr.Textbox(label="Your answer (the model asked you)", scale=4,
-                                   placeholder="Answer as the user would; the card on the right has your profile")
+                reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
+                                   scale=4, max_length=MAX_ANSWER_CHARS,
+                                   placeholder="A short phrase, as the user would; the card on the right has "
+                                   "your profile (the model reads the whole episode in a 1,024-token context)")
                 send = gr.Button("Send answer", variant="primary", scale=1)
             with gr.Column(visible=False) as agent_row:
                 with gr.Row(equal_height=True):
-                    question = gr.Textbox(label="Ask the user", scale=4, placeholder="e.g. How many guests?")
+                    question = gr.Textbox(label="Ask the user", scale=4, placeholder="e.g. How many guests?",
+                                          max_length=MAX_QUESTION_CHARS)
                     ask = gr.Button("Ask", variant="primary", scale=1)
                 with gr.Row(equal_height=True):
                     plan = gr.Code(label="Plan (JSON object)", language="json", value="{}", scale=4, lines=3)

@@ -11,15 +11,19 @@ from urllib.parse import urlencode
 import gradio as gr
 import pandas as pd
 
+from core.runs import comparison
 from core.runs import episode_table as table
 from demo.replays import plots
 from core.runs import replays
 from core.runs import transcripts
+from core.runs import uploads as uploads_store
 from core.runs.episode_log import EpisodeLogError
 
 EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
+NO_PAIR = (gr.update(value=[], label="Run a"), gr.update(value=[], label="Run b"))
+"""The side-by-side chats when there is no shared scenario to show (labels reset, so none names an old run)."""
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
 
 
@@ -45,7 +49,8 @@ def on_load(root: str, request: gr.Request | None = None):
     query = dict(request.query_params) if request is not None else {}
     run = query.get("run") if query.get("run") in names else (names[0] if names else None)
     asked = query.get("run")
-    note = f"⚠ No run named `{asked}`; showing `{run}` instead." if asked and asked != run else ""
+    note = (f"⚠ No run named {transcripts.inert(asked)}; showing {transcripts.inert(run)} instead."
+            if asked and asked != run else "")
     key = episode_key(run, query["episode"]) if run and query.get("episode") else None
     b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
@@ -59,20 +64,31 @@ def _filters(runs, families, difficulties, score_min, score_max, gate, terminati
                            terminations=tuple(terminations or ()), text=text or "")
 
 
+def _known(root, uploads, runs):
+    """The picked runs that exist, and one warning line naming the others (left out, not fatal)."""
+    known, problems = replays.known_runs(root, runs or [], uploads)
+    warn = "" if not problems else "⚠ " + "; ".join(transcripts.inert(p) for p in problems) + \
+        " (left out: remove it from Runs, or pick a run from the list)"
+    return known, warn
+
+
 def filter_episodes(root, uploads, runs, families, difficulties, score_min, score_max, gate,
                     terminations, text):
-    """Episode table of the picked runs under the filters, plus the episode picker's choices."""
-    filters = _filters(runs, families, difficulties, score_min, score_max, gate, terminations, text)
+    """Episode table of the picked runs under the filters, plus the episode picker's choices.
+
+    A picked name that is no run (a typo) is left out with a warning; the other runs stay shown."""
+    known, warn = _known(root, uploads, runs)
+    filters = _filters(known, families, difficulties, score_min, score_max, gate, terminations, text)
     try:
-        rows = replays.filtered_rows(root, runs or [], filters, uploads)
+        rows = replays.filtered_rows(root, known, filters, uploads)
     except replays.VIEW_ERRORS as exc:
-        return None, gr.update(choices=[]), f"⚠ {exc}"
+        return None, gr.update(choices=[]), f"⚠ {transcripts.inert(exc)}"
     head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
     count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
-    return table.display_frame(rows), gr.update(choices=picks), count
+    return table.display_frame(rows), gr.update(choices=picks), f"{warn}\n\n{count}" if warn else count
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
@@ -91,12 +107,13 @@ def show_episode(root, uploads, key):
     try:
         episode = replays.find_episode(root, run, episode_id, uploads)
     except replays.VIEW_ERRORS as exc:
-        return f"⚠ {exc}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
+        return f"⚠ {transcripts.inert(exc)}", [], no_marks, plots.breakdown_bars(None, "no episode to show"), ""
     marks = transcripts.marks_frame(transcripts.field_marks(episode))
-    link = "" if run.startswith(replays.UPLOAD_PREFIX) else (
-        f"Permalink: [?run={run}&episode={episode_id}](?{urlencode({'run': run, 'episode': episode_id})})")
+    query = urlencode({"run": run, "episode": episode_id})  # the # of an episode id travels as %23
+    link = "" if run.startswith(replays.UPLOAD_PREFIX) else f"Permalink: [{transcripts.inert('?' + query)}](?{query})"
     return (transcripts.episode_header(episode, run), transcripts.chat_messages(episode), marks,
-            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded), link)
+            plots.breakdown_bars(episode.breakdown, recorded=episode.recorded,
+                                 reasons=transcripts.zero_reasons(episode)), link)
 
 
 def upload_log(root, file, keep_valid, uploads, picked):
@@ -108,30 +125,53 @@ def upload_log(root, file, keep_valid, uploads, picked):
     try:
         run = replays.load_upload(file, keep_valid=bool(keep_valid))
     except EpisodeLogError as exc:
-        return uploads, f"✗ {exc}", gr.update(), gr.update(), gr.update(), None
-    uploads = {**(uploads or {}), run.name: run}
+        return uploads, f"✗ {transcripts.inert(exc)}", gr.update(), gr.update(), gr.update(), None
+    except (OSError, MemoryError) as exc:  # the box must recover whatever the file was
+        return (uploads, f"✗ could not read this file ({type(exc).__name__}); upload another",
+                gr.update(), gr.update(), gr.update(), None)
+    session = uploads_store.session_of((uploads or {}).values())
+    key = uploads_store.STORE.put(session, run)
+    held = {n: k for n, k in (uploads or {}).items() if n != run.name and uploads_store.STORE.holds(k)}
+    uploads = {**held, run.name: key}  # names of uploads the store dropped leave the pickers too
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
             gr.update(choices=names), gr.update(choices=names), None)
 
 
+def _export_rows(root, uploads, runs, filter_values):
+    """The rows an export writes; a picked name that is no run stops the export with its reason."""
+    known, warn = _known(root, uploads, runs)
+    if warn:
+        raise gr.Error(f"Nothing exported: {'; '.join(replays.known_runs(root, runs or [], uploads)[1])}. "
+                       "Remove it from Runs, then export again.", print_exception=False)
+    if not known:
+        raise gr.Error("Nothing exported: pick at least one run.", print_exception=False)
+    return replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
+
+
+def release_uploads(uploads: dict | None) -> None:
+    """A closed session: free its uploads now rather than when the store needs the room."""
+    uploads_store.STORE.release([k for k in (uploads or {}).values() if isinstance(k, str)])
+
+
 def export_table(root, uploads, runs, *filter_values):
     """Write the filtered table to a CSV file for download."""
-    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    rows = _export_rows(root, uploads, runs, filter_values)
     return gr.update(value=str(table.export_csv(table.display_frame(rows))), visible=True)
 
 
 def export_episodes(root, uploads, runs, *filter_values):
     """Write the filtered episodes to a JSONL log for download."""
-    rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+    rows = _export_rows(root, uploads, runs, filter_values)
     return gr.update(value=str(replays.export_jsonl(replays.rows_episodes(root, rows, uploads))),
                      visible=True)
 
 
 def overview(root, uploads, runs, *filter_values):
     """The four overview charts for the picked runs under the filters."""
+    known, _ = _known(root, uploads, runs)
     try:
-        rows = replays.filtered_rows(root, runs or [], _filters(runs, *filter_values), uploads)
+        rows = replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
     except replays.VIEW_ERRORS:
         rows = table.episode_table([])
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
@@ -141,14 +181,20 @@ def overview(root, uploads, runs, *filter_values):
 
 
 def compare(root, uploads, run_a, run_b):
-    """Paired comparison of two runs on their shared scenarios."""
+    """Paired comparison of two runs on their shared scenarios, with the largest gap's two episodes.
+
+    The transcripts come back with the table, so switching a run always refreshes them, even
+    when the scenario picked stays the same (then the scenario picker fires no change)."""
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
-        return f"⚠ {exc}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b), gr.update(choices=[])
-    return (table.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
+        return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
+                gr.update(choices=[], value=None), *NO_PAIR)
+    gap = comparison.largest_gap(comp)
+    return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
-            gr.update(choices=list(comp.table["scenario"]), value=table.largest_gap(comp)))
+            gr.update(choices=list(comp.table["scenario"]), value=gap),
+            *(compare_episode(root, uploads, run_a, run_b, gap) if gap else NO_PAIR))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):

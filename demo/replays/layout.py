@@ -35,7 +35,7 @@ def _filters() -> list[gr.components.Component]:
 def _episode_view():
     header = gr.Markdown(h.PICK_HINT)
     with gr.Row():
-        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"],
+        chat = gr.Chatbot(label="Transcript", height=620, scale=5, buttons=["copy_all"], autoscroll=False,
                           feedback_options=None, group_consecutive_messages=False)
         with gr.Column(scale=6):
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
@@ -84,8 +84,8 @@ def _compare_tab() -> SimpleNamespace:
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)
     with gr.Row():
-        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None)
-        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None)
+        chat_a = gr.Chatbot(label="Run a", height=520, feedback_options=None, autoscroll=False)
+        chat_b = gr.Chatbot(label="Run b", height=520, feedback_options=None, autoscroll=False)
     return SimpleNamespace(run_a=run_a, run_b=run_b, note=note, plot=plot, table=table,
                            scenario=scenario, chat_a=chat_a, chat_b=chat_b)
 
@@ -102,7 +102,8 @@ def _overview_tab() -> list[gr.Plot]:
 
 def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
     """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
-    state = [gr.State(str(replays_dir)), gr.State({})]
+    # The session's uploads are keys into core.runs.uploads.STORE; closing the tab frees them.
+    state = [gr.State(str(replays_dir)), gr.State({}, delete_callback=h.release_uploads)]
     top = _runs_bar()
     with gr.Tabs():
         with gr.Tab("Episodes"):
@@ -118,8 +119,10 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
     root, uploads = state
     selection = [top.runs, *ep.filters]
     triggers = [top.runs.change, *[f.change for f in ep.filters[:-1]], ep.filters[-1].submit]
-    demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker, top.query_note],
-              api_name="replays_load")
+    loaded = demo.load(h.on_load, [root], [top.runs_table, top.runs, cmp.run_a, cmp.run_b, ep.picker,
+                                           top.query_note], api_name="replays_load")
+    compared = [cmp.note, cmp.table, cmp.plot, cmp.scenario, cmp.chat_a, cmp.chat_b]
+    loaded.then(h.compare, state + [cmp.run_a, cmp.run_b], compared, api_name=False)  # both runs are set now
     gr.on(triggers, h.filter_episodes, state + selection, [ep.table, ep.picker, ep.count],
           api_name="filter_episodes")
     gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
@@ -130,7 +133,7 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
                       api_name="upload_log")
     ep.csv_btn.click(h.export_table, state + selection, [ep.export], api_name="export_csv")
     ep.jsonl_btn.click(h.export_episodes, state + selection, [ep.export], api_name="export_jsonl")
-    gr.on([cmp.run_a.change, cmp.run_b.change], h.compare, state + [cmp.run_a, cmp.run_b],
-          [cmp.note, cmp.table, cmp.plot, cmp.scenario], api_name="compare")
-    cmp.scenario.change(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
+    gr.on([cmp.run_a.input, cmp.run_b.input], h.compare, state + [cmp.run_a, cmp.run_b], compared,
+          api_name="compare")
+    cmp.scenario.input(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
                         [cmp.chat_a, cmp.chat_b], api_name="compare_episode")

@@ -4,6 +4,7 @@ Colours are fixed per task family and per rubric component across every chart, s
 learns them once; several runs in one chart differ by bar pattern, never by family colour.
 """
 
+from html import escape
 from typing import Sequence
 
 import pandas as pd
@@ -19,13 +20,21 @@ COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#2F4B7C", "InfoGain
 """Component -> colour; deliberately none of the family colours, so no chart mixes the two."""
 RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
 """Bar pattern per run, in the order runs are given."""
-_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=40), height=340,
-               legend=dict(orientation="h", y=-0.2), font=dict(size=13))
+_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=110), height=440,
+               legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0), font=dict(size=13),
+               xaxis=dict(automargin=True), yaxis=dict(automargin=True))
+"""The legend sits at the bottom of the figure's container, below the axis and its (automargined)
+tick labels and title, so neither a rotated label nor the axis title runs into it."""
 
 
 def short_component(name: str) -> str:
     """``FieldMatchRubric`` -> ``FieldMatch`` (the published suffix adds nothing on a chart)."""
     return name.removesuffix("Rubric")
+
+
+def label(text) -> str:
+    """Untrusted text for a plotly title or label: plotly reads tags (links, <b>) in text, entities it shows."""
+    return escape(str(text), quote=False)
 
 
 def family_color(family: str) -> str:
@@ -37,7 +46,7 @@ def _run_legend(fig: go.Figure, runs: Sequence[str]) -> None:
     if len(runs) < 2:
         return
     for i, run in enumerate(runs):
-        fig.add_bar(x=[None], y=[None], name=str(run), legendgroup="runs", legendgrouptitle_text="run",
+        fig.add_bar(x=[None], y=[None], name=label(run), legendgroup="runs", legendgrouptitle_text="run",
                     marker=dict(color="#BBBBBB", pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])))
 
 
@@ -63,11 +72,11 @@ def family_bars(scores: pd.DataFrame) -> go.Figure:
     for i, (run, rows) in enumerate(groups):
         colors = [family_color(f) for f in rows["family"]]
         pattern = RUN_PATTERNS[i % len(RUN_PATTERNS)]
-        fig.add_bar(x=rows["family"], y=rows["mean"], name=str(run), offsetgroup=str(i), showlegend=False,
+        fig.add_bar(x=[label(f) for f in rows["family"]], y=rows["mean"], name=label(run), offsetgroup=str(i), showlegend=False,
                     marker=dict(color=colors, pattern=dict(shape=pattern)),
                     customdata=rows[["max", "n"]], hovertemplate=(
                         "%{x}<br>mean %{y:.3f}<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
-        fig.add_scatter(x=rows["family"], y=rows["max"], mode="markers", offsetgroup=str(i),
+        fig.add_scatter(x=[label(f) for f in rows["family"]], y=rows["max"], mode="markers", offsetgroup=str(i),
                         marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
                         showlegend=False, hoverinfo="skip")
     _run_legend(fig, [run for run, _ in groups])
@@ -85,11 +94,11 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
     for i, run in enumerate(runs):
         rows = frame[frame["run"] == run]
         for family, fam_rows in rows.groupby("family", observed=True):
-            fig.add_histogram(x=fam_rows[column], name=family, legendgroup=family, xbins=bins,
+            fig.add_histogram(x=fam_rows[column], name=label(family), legendgroup=label(family), xbins=bins,
                               marker=dict(color=family_color(family),
                                           pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
                               showlegend=i == 0, offsetgroup=str(i),
-                              hovertemplate=f"{run}<br>{family}<br>%{{x}}: %{{y}} episodes<extra></extra>")
+                              hovertemplate=f"{label(run)}<br>{label(family)}<br>%{{x}}: %{{y}} episodes<extra></extra>")
     _run_legend(fig, runs)
     fig.update_xaxes(title=xtitle, range=xrange)
     fig.update_yaxes(title="episodes")
@@ -138,7 +147,7 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
 
 def breakdown_bars(breakdown: RewardBreakdown | None,
                    missing: str = "this episode has no breakdown (still running)",
-                   recorded: Recorded | None = None) -> go.Figure:
+                   recorded: Recorded | None = None, reasons: dict[str, str] | None = None) -> go.Figure:
     """One episode's rubric: each component's value and its weighted share of the score.
 
     With ``recorded`` (an imported log's own scores), its component values are drawn as black
@@ -155,7 +164,7 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
     colors = [COMPONENT_COLORS.get(short_component(n), "#7F7F7F") for n in names]
     fig = go.Figure(layout=dict(title=dict(text=title, subtitle=dict(
         text="pale bar: component value · solid bar: weight × value, its share of the score")),
-        barmode="overlay", showlegend=False, **{**_LAYOUT, "margin": dict(l=50, r=20, t=70, b=40)}))
+        barmode="overlay", showlegend=False, **{**_LAYOUT, "height": 360, "margin": dict(l=50, r=20, t=70, b=40)}))
     fig.add_bar(x=labels, y=values, name="component value", marker=dict(color=colors, opacity=0.35),
                 text=[f"{v:.2f}" for v in values], textposition="outside",
                 hovertemplate="%{x}<br>value %{y:.3f}<extra></extra>")
@@ -164,22 +173,34 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
                 hovertemplate="%{x}<br>contributes %{y:.3f}<extra></extra>")
     if recorded is not None and recorded.breakdown:
         fig.add_scatter(x=labels, y=[recorded.breakdown.get(n) for n in names], mode="markers",
-                        name=f"recorded by {recorded.source}", marker=dict(symbol="diamond", size=11, color="#111"),
+                        name=f"recorded by {label(recorded.source)}", marker=dict(symbol="diamond", size=11, color="#111"),
                         hovertemplate="%{x}<br>recorded %{y:.3f}<extra></extra>")
-        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {recorded.source} "
+        fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {label(recorded.source)} "
                                               f"(score {recorded.score:.3f}) · solid: weight × value")
     fig.update_yaxes(range=[0, 1.15], title="value")
+    _why_zero(fig, reasons or {})
     return fig
+
+
+def _why_zero(fig: go.Figure, reasons: dict[str, str]) -> None:
+    """A line under the chart per component at 0 (and for a failed gate) saying why."""
+    if not reasons:
+        return
+    lines = [f"<b>{short_component(k) if k != 'score' else 'score'} = 0</b>: {label(v)}" for k, v in reasons.items()]
+    fig.add_annotation(text="<br>".join(lines), showarrow=False, x=0, xref="paper", xanchor="left",
+                       y=-0.22, yref="paper", yanchor="top", align="left", font=dict(size=12, color="#444"))
+    fig.update_layout(height=360 + 18 * len(lines) + 20,
+                      margin=dict(l=50, r=20, t=70, b=60 + 18 * len(lines)))
 
 
 def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:
     """Per-scenario score difference (a - b), coloured by family, sorted."""
-    title = f"Score difference per shared scenario: {run_a} − {run_b}"
+    title = f"Score difference per shared scenario: {label(run_a)} − {label(run_b)}"
     if table.empty:
         return _empty(title, "the two runs share no scenario")
     rows = table.sort_values("diff")
     fig = go.Figure(layout=dict(title=title, **_LAYOUT))
-    fig.add_bar(x=rows["scenario"], y=rows["diff"],
+    fig.add_bar(x=[label(s) for s in rows["scenario"]], y=rows["diff"],
                 marker=dict(color=[family_color(f) for f in rows["family"]]),
                 hovertemplate="%{x}<br>difference %{y:+.3f}<extra></extra>")
     fig.update_xaxes(showticklabels=len(rows) <= 30, title="scenario (sorted by difference)")

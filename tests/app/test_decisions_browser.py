@@ -81,3 +81,28 @@ def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
     assert "Reliability" in page.locator("#dq-reliability").inner_text()
     page.get_by_text("a post-hoc reference", exact=False).wait_for(timeout=10000)
     page.screenshot(path=str(tmp_path / "decisions_calibration.png"), full_page=True)
+
+
+def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):
+    """The shipped RLCD arm on a natural-language ticket: the answer comes with its warning; on the
+    training-like example it does not (both states, one model)."""
+    page = _open(browser, app_url)
+    page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=20000)
+    page.get_by_label("Decision model").first.click()
+    page.get_by_role("option", name="decision-rlcd", exact=True).click()
+    page.locator("#dq-state textarea").fill("I was charged twice this month and the refund never arrived.")
+    page.get_by_label("q1 question").fill("Which team should handle this ticket?")
+    page.get_by_label("q1 options").fill("billing\nsecurity")
+    page.locator("#dq-ask").click()
+    page.get_by_text("Out of distribution for decision-rlcd", exact=False).first.wait_for(timeout=30000)
+    assert page.get_by_text("⚠ unlike it", exact=False).count() >= 1
+    page.screenshot(path=str(tmp_path / "decisions_ood.png"), full_page=True)
+    page.get_by_label("Example state").click()
+    page.get_by_role("option", name="Support ticket").click()
+    page.wait_for_function("() => document.querySelector('#dq-state textarea').value.includes('Customer tier')",
+                           timeout=20000)
+    page.locator("#dq-ask").click()
+    page.get_by_text("decision-rlcd: 0% of the words are outside its training vocabulary", exact=False).first.wait_for(
+        timeout=30000)
+    assert page.get_by_text("Out of distribution for decision-rlcd", exact=False).count() == 0
+    page.screenshot(path=str(tmp_path / "decisions_in_distribution.png"), full_page=True)

@@ -50,3 +50,45 @@ def test_record_state_and_bad_request_over_the_api(client):
 def test_ui_endpoints_are_named(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/score", "/ask", "/load_example", "/decision_models", "/calibrate", "/probe"} <= names
+
+
+def test_every_documented_endpoint_takes_the_documented_names(client):
+    """docs/app.md lists /ask, /load_example, /decision_models, /calibrate, /probe and /score; each is
+    called here as a gradio_client user would, with no page loaded first (the pickers are filled
+    when the app is built, so the shipped and local model names are valid choices)."""
+    client.predict(api_name="/decision_models")
+    state, *_ = client.predict("Support ticket", api_name="/load_example")
+    assert state.strip()
+    # The docs' own /score example, word for word.
+    out = client.predict(
+        "decision-rlcd", "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.",
+        {"team": {"type": "choice", "instructions": "Which department should handle this ticket?",
+                  "criteria": {"BIL": "BILLING", "SEC": "SECURITY"}},
+         "page": {"type": "noul", "instructions": "Should an on-call engineer be paged immediately?"}},
+        api_name="/score")
+    assert set(out["answers"]["team"]["probabilities"]) == {"BIL", "SEC"}
+    assert not out["familiarity"]["out_of_distribution"]  # training-like, as the docs say
+    natural = client.predict("decision-rlcd", "Card charged twice, refund missing.",
+                             {"team": {"type": "choice", "instructions": "Which team?",
+                                       "criteria": {"BIL": "billing", "SEC": "security"}}}, api_name="/score")
+    assert natural["familiarity"]["out_of_distribution"]  # natural text: the answer comes with its warning
+    blank_rows = ["choice", "", ""] * 5  # the builder's other five rows (the API shows all six)
+    ask = client.predict("decision-rlcd", "", "Ticket: charged twice.", "choice", "Which team?",
+                         "billing\nsecurity", *blank_rows, api_name="/ask")
+    assert set(ask[-1]["decision-rlcd"]["q1"]["probabilities"]) == {"billing", "security"}
+    cal = client.predict("tiny-a", "", "our test split", 10, None, False, api_name="/calibrate")
+    assert "rows from our test split" in cal[2] and cal[3]["data"]
+    probe = client.predict("tiny-b", "", 20, api_name="/probe")
+    assert probe[-1]["data"]
+
+
+@pytest.mark.parametrize("state, questions, message", [
+    (["not", "text"], QUESTIONS, "state must be text or a JSON object"),      # a non-text state
+    (42, QUESTIONS, "got int"),
+    ("state", ["a list"], "questions must be a JSON object"),
+    ("word " * 5000, QUESTIONS, "tokens"),                                     # over the token limit
+])
+def test_score_errors_say_why(client, state, questions, message):
+    with pytest.raises(Exception, match=message) as caught:
+        client.predict("tiny-a", state, questions, api_name="/score")
+    assert "truncate=True" not in str(caught.value)  # the API offers no truncate option

@@ -116,3 +116,19 @@ def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     page.goto(url.rstrip("/") + "/" + href)  # the link opens the Replays tab at this episode
     page.get_by_text("policy human").first.wait_for(timeout=20000)
     page.screenshot(path=tmp_path / "open_in_replays.png", full_page=True)
+
+
+@pytest.mark.parametrize("index", [-5, 300])
+def test_unused_heldout_index_does_not_block_a_generated_start(app, browser, tmp_path, index):
+    url, _ = app
+    page = open_page(browser, url)
+    box = page.get_by_label("Held-out index (0-299)")
+    box.fill(str(index))
+    box.press("Tab")
+    page.get_by_label("You are the agent").check()
+    page.get_by_role("button", name="▶ Start episode").click()  # source stays "Generated"
+    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_label("Published held-out list").check()  # now the index is used, and refused by name
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("held-out index must be in 0..299", exact=False).first.wait_for(timeout=20000)
+    page.screenshot(path=str(tmp_path / f"heldout_{index}.png"), full_page=True)

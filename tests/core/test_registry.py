@@ -164,3 +164,22 @@ def test_loading_an_uncached_hub_entry_offline_fails_fast_with_instructions(tmp_
     with pytest.raises(ModelLoadError, match="hf download agarwalanu3103"):
         ModelCache(cache_dir=tmp_path).get(entry)
     assert time.perf_counter() - start < 2.0
+
+
+def test_typed_decision_keys_on_a_public_space(tmp_path, monkeypatch):
+    """A Space confines typed folders to the models folder and refuses typed URLs unless allowed."""
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert registry.typed_entry("http://127.0.0.1:9/v1/systemone").source == "url"
+    assert registry.typed_entry(str(tmp_path)).location == str(tmp_path)
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.delenv(registry.ALLOW_URLS_ENV, raising=False)
+    with pytest.raises(ValueError, match="typed System One URLs are off"):
+        registry.typed_entry("http://127.0.0.1:9/v1/systemone")
+    with pytest.raises(ValueError, match="only folders inside the models folder"):
+        registry.typed_entry("/etc", tmp_path / "models")
+    with pytest.raises(ValueError, match="only folders inside the models folder"):
+        registry.typed_entry("../../etc", tmp_path / "models")
+    assert registry.typed_entry("./mine", tmp_path / "models").location == str((tmp_path / "models" / "mine").resolve())
+    monkeypatch.setenv(registry.ALLOW_URLS_ENV, "1")
+    assert registry.typed_entry("https://example.invalid/v1/systemone").source == "url"

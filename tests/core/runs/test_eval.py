@@ -7,7 +7,8 @@ import pytest
 
 from core.runs.eval import main, read_run, run_eval
 from core.clarify.scenarios import load_scenarios
-from core.runs.summary import RunSummary, compare, summarize
+from core.runs.comparison import compare_episodes as compare
+from core.runs.summary import RunSummary, summarize
 
 KEYS = {"n", "avg_score", "avg_score_ci", "completion_rate", "format_pass_rate", "avg_questions", "per_family",
         "per_difficulty", "components", "rubric", "policy", "scenarios", "samples", "seed", "command"}

@@ -125,3 +125,21 @@ def test_content_given_as_text_parts(tmp_path):
     path.write_text(json.dumps(traces))
     ep = episodes.read_log(path)[1].episodes[0]
     assert ep.score == pytest.approx(0.8875) and len(ep.turns) == 4
+
+
+def test_unknown_scenario_id_trace_has_no_contradictions():
+    """An id naming no generated scenario: the header claims only what the trace says."""
+    from core.runs.transcripts import episode_header
+
+    item = dict(json.loads((Path(__file__).parents[2] / "fixtures" / "published_trace_small.json").read_text())[0])
+    item.update(scenario_id="custom_ticket_42", final_score=0.5, score_breakdown={"FieldMatchRubric": 0.5})
+    # the plan's tool result carries nothing (no score, no profile): the episode still ended by its plan
+    item["messages"] = [{**m, "content": "{}"} if m.get("role") == "tool" and "score" in str(m.get("content"))
+                        else m for m in item["messages"]]
+    episode = episodes.convert_trace(item)
+    header = episode_header(episode, "upload:x")
+    assert episode.termination == "plan" and "ended by **plan**" in header
+    assert episode.breakdown.gate_passed and "forced to 0" not in header  # a score of 0.5 passed the gate
+    assert "difficulty not in the trace" in header and "medium" not in header
+    assert "/0 fields" not in header and "hidden profile not in the trace" in header
+    assert header.count("custom") == 1 and "seedNone" not in header

@@ -92,3 +92,40 @@ def test_values_match_follows_the_rubric(rubric, field, planned, hidden, expecte
 def test_header_names_run_policy_and_outcome(guess):
     text = episode_header(guess["seed6_meeting_scheduling_hard"], "fixture-set/guess")
     assert "gate ✗" in text and "unparseable" in text and "`fixture-set/guess`" in text
+
+
+def test_zero_components_are_explained(guess):
+    """The unparseable guess episode: gate failed, so every 0 gets its reason."""
+    from core.runs.transcripts import zero_reasons
+
+    episode = guess["seed6_meeting_scheduling_hard"]
+    reasons = zero_reasons(episode)
+    assert "forced to 0" in reasons["score"]
+    assert reasons["FormatCheckRubric"] == "no plan parsed to a JSON object"
+    assert set(reasons) - {"score"} == {k for k, v in episode.breakdown.components.items() if v == 0}
+
+
+@pytest.mark.parametrize("text, absent, present", [
+    ("<img src=http://h/x>", "<img", "&lt;img"),                   # no HTML element
+    ("[Sign in](http://h/login)", "[Sign in](", "\\[Sign in\\]"),   # no markdown link
+    ("![x](http://h/i.png)", "![", "\\!\\["),                       # no markdown image
+    ("# Session expired", "\n#", "\\# Session"),                  # no heading (checked at the start too)
+    ("see http://h/auto or www.h.com", "http://", "http\\://"),     # no autolink
+    ("**bold** and _em_", "**bold**", "\\*\\*bold\\*\\*"),          # no emphasis
+    ("1. first\n- item", "\n- item", "1\\. first"),                 # no list
+    ("    indented code", "    indented", "indented code"),        # no code block
+    ("snake_case_name a&b", "&b", "snake_case_name a&amp;b"),      # readable words, no entity
+])
+def test_inert_text_makes_no_markup(text, absent, present):
+    from core.runs.transcripts import inert
+
+    out = inert(text)
+    assert absent not in out and present in out and not out.startswith(("#", "-", "<", "!"))
+
+
+def test_code_and_fence_cannot_be_closed_from_inside():
+    from core.runs.transcripts import code, fenced
+
+    assert code("a`b") == "``a`b``" and code("`x") == "`` `x ``"
+    block = fenced("x\n```\n<img src=y>")
+    assert block.startswith("````\n") and block.endswith("\n````")

@@ -56,6 +56,8 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     assert len(table) == 6 and set(table["model"]) == {"tiny-a", "tiny-b"}
     assert {t.name for t in fig.data} == {"tiny-a", "tiny-b"} and len(fig.data) == 6
     assert "tiny-a" in latency and " ms" in latency
+    # the tiny models' letter tokenizer holds no words, so every state is unlike their (non-)training data
+    assert table["input vs training"].str.startswith("⚠ unlike it").all() and "Out of distribution" in latency
     chosen = [t for t in fig.data if t.name == "tiny-a"][0]
     star = [txt for txt in chosen.text if txt.startswith("★")]
     assert len(star) == 1  # exactly one option marked chosen per question and model
@@ -118,8 +120,11 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
     decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
     core = decider.score({"ticket": "charged twice"}, questions)
     core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
+    familiar = out.pop("familiarity")  # the one addition: how far the state is from the training data
     assert out == core
-    assert h.score_api(models_dir, "tiny-a", {"state": {"ticket": "charged twice"}, "questions": questions}, {}) == core
+    whole = h.score_api(models_dir, "tiny-a", {"state": {"ticket": "charged twice"}, "questions": questions}, {})
+    assert whole.pop("familiarity") == familiar and whole == core  # the whole System One request, same answers
+    assert familiar["out_of_distribution"] and "Out of distribution for tiny-a" in familiar["warning"]
     with pytest.raises(gr.Error, match="at least 2"):
         h.score_api(models_dir, "tiny-a", "s", {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x"}}})
     with pytest.raises(gr.Error, match="unknown model"):
@@ -164,6 +169,34 @@ def test_bad_upload_is_named_next_to_the_upload(models_dir, tmp_path, text, mess
     good = tmp_path / "good.jsonl"
     good.write_text(UPLOAD)
     assert not h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(good), False)[0]["visible"]
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'{"state": ' + b"[" * 100_000 + b"\n", "line 1: nested too deeply"),   # 100,000 brackets
+    (b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "is not UTF-8 text"),                 # binary
+])
+def test_nested_and_binary_uploads_get_a_message_naming_the_file_only(models_dir, tmp_path, data, message):
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(data)
+    shown = h.check_upload(str(path))  # on upload, before Evaluate
+    assert shown["visible"] and message in shown["value"] and str(tmp_path) not in shown["value"]
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(path), False)
+    assert out[0]["visible"] and message in out[0]["value"] and str(tmp_path) not in out[0]["value"]
+    good = tmp_path / "good.jsonl"
+    good.write_text(UPLOAD)
+    assert not h.check_upload(str(good))["visible"]  # the next file shows its own (empty) message
+
+
+def test_upload_with_a_byte_order_mark_or_over_the_limit(models_dir, tmp_path):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + UPLOAD.encode())
+    out = h.calibrate(models_dir, "tiny-a", "", "uploaded file", 100, str(bom), False)
+    assert not out[0]["visible"] and out[2].startswith("5 rows")
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as f:
+        f.truncate(30 * 2**20)
+    shown = h.check_upload(str(huge))
+    assert shown["visible"] and "limited to 20 MB" in shown["value"]
 
 
 def test_calibrate_refuses_an_unavailable_model(models_dir, untrained, tmp_path):

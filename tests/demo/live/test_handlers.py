@@ -112,3 +112,20 @@ def test_stop_ends_the_running_turn_and_says_so(models_dir, tmp_path):
     last = named(list(stream)[-1][:-1])
     assert last["status"].startswith("stopped") and not last["session"].env.turns
     assert h.request_stop(first[-1]) == "nothing is generating" and h.request_stop(None) == "nothing is generating"
+
+
+@pytest.mark.parametrize("typed", ["/etc", "/etc/passwd", "../../etc", "/nonexistent/path", "."])
+def test_public_space_folder_box_never_probes_server_paths(models_dir, monkeypatch, typed):
+    """With SPACE_ID set (a public Space), a path outside the models folder is refused on its text:
+    the note is the same whether or not the path exists."""
+    monkeypatch.setattr(h, "PUBLIC", True)
+    note = h.describe_model(str(models_dir), None, typed)
+    assert "only folders inside the models folder" in note
+    assert "config.json" not in note and "no folder" not in note and typed not in note
+
+
+def test_public_space_folder_box_plays_a_folder_of_the_models_folder(models_dir, monkeypatch):
+    monkeypatch.setattr(h, "PUBLIC", True)
+    inside = next(p.name for p in Path(models_dir).iterdir() if p.is_dir())
+    assert h.describe_model(str(models_dir), None, inside).startswith("✓ available")
+    assert "box is off" in h.describe_model(None, None, inside)  # no models folder: the box is off

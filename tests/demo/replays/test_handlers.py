@@ -96,6 +96,8 @@ def test_upload_then_browse_the_upload(root, tmp_path):
     (b"\x89PNG\r\n\x1a\n\x00\x00", False, "binary"),              # binary file
     (b"{not json", False, "line 1: not valid JSON"),              # invalid JSON
     (b'{"a": 1}\n', False, "not an episode record"),              # wrong schema
+    (b"[" * 100_000, False, "nested too deeply"),                # a published-trace file of brackets
+    (b'{"a": ' + b"[" * 100_000 + b"\n", False, "nested too deeply"),  # one JSONL line of brackets
 ])
 def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, message):
     path = tmp_path / "bad.jsonl"
@@ -104,6 +106,25 @@ def test_bad_uploads_leave_the_session_untouched(root, tmp_path, content, keep, 
     uploads, note, runs, _, _, cleared = h.upload_log(root, str(path), keep, before, [GUESS])
     assert uploads is before and note.startswith("✗") and message in note and runs == gr.update()
     assert cleared is None  # the upload box is emptied for the next file
+    assert str(tmp_path) not in note  # the server's temporary folder is never shown
+
+
+def test_upload_over_the_size_limit_is_refused_unread(root, tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:  # sparse: 60 MB on paper, nothing on disk
+        f.truncate(60 * 2**20)
+    _, note, *_ , cleared = h.upload_log(root, str(path), False, {}, [])
+    assert note.startswith("✗") and "50 MB" in note and cleared is None
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_upload_with_a_utf8_byte_order_mark_is_read(root, tmp_path, suffix):
+    source = FIXTURES / ("replay_runs/fixture-set/guess/episodes.jsonl" if suffix == ".jsonl"
+                         else "published_trace_small.json")
+    path = tmp_path / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
+    uploads, note, *_ = h.upload_log(root, str(path), False, {}, [])
+    assert note.startswith("✓ Opened") and len(uploads) == 1
 
 
 def test_upload_with_one_bad_line_only_when_asked(root, tmp_path):
@@ -132,7 +153,7 @@ def test_overview_returns_four_figures(root):
 
 
 def test_compare_and_side_by_side(root):
-    note, diff, fig, scenarios = h.compare(root, {}, ORACLE, GUESS)
+    note, diff, fig, scenarios, *_ = h.compare(root, {}, ORACLE, GUESS)
     assert "**6** shared scenarios" in note and len(diff) == 6 and len(scenarios["choices"]) == 6
     assert scenarios["value"] == "seed6_meeting_scheduling_hard"  # the largest gap opens first
     chat_a, chat_b = h.compare_episode(root, {}, ORACLE, GUESS, scenarios["choices"][0])
@@ -141,14 +162,41 @@ def test_compare_and_side_by_side(root):
 
 
 def test_compare_with_a_missing_run(root):
-    note, diff, _, scenarios = h.compare(root, {}, ORACLE, None)
+    note, diff, _, scenarios, *_ = h.compare(root, {}, ORACLE, None)
     assert note.startswith("⚠") and diff is None and scenarios["choices"] == []
     assert h.compare_episode(root, {}, ORACLE, "../x", "s") == ([], [])
 
 
+def test_compare_refuses_runs_of_different_rubric_versions(root):
+    """The tab uses the CLI's comparison: a v1 run against a v2 run is refused, saying why."""
+    v2 = Path(root) / "fixture-set" / "guess-v2"
+    v2.mkdir()
+    lines = (Path(root) / "fixture-set" / "guess" / "episodes.jsonl").read_text().splitlines()
+    v2.joinpath("episodes.jsonl").write_text(
+        "".join(json.dumps({**json.loads(line), "rubric": "v2"}) + "\n" for line in lines))
+    note, diff, fig, scenarios, *_ = h.compare(root, {}, ORACLE, "fixture-set/guess-v2")
+    assert note.startswith("⚠") and "rubric v1" in note and "under v2" in note and "not comparable" in note
+    assert diff is None and scenarios["choices"] == [] and not fig.data
+
+
+def test_compare_returns_the_transcripts_of_the_runs_it_compares(root):
+    """Swapping a and b keeps the same largest-gap scenario, so the chats must come with the table."""
+    *_, chat_a, chat_b = h.compare(root, {}, ORACLE, GUESS)
+    *_, swapped_a, swapped_b = h.compare(root, {}, GUESS, ORACLE)
+    assert chat_a["label"].startswith(f"a: {ORACLE}") and swapped_a["label"].startswith(f"a: {GUESS}")
+    assert swapped_a["value"] == chat_b["value"] and swapped_b["value"] == chat_a["value"]
+    *_, none_a, none_b = h.compare(root, {}, ORACLE, "nope")
+    assert none_a == {"__type__": "update", "value": [], "label": "Run a"} and none_b["value"] == []
+
+
 @pytest.mark.parametrize("runs", [["../../etc"], ["upload:gone.jsonl"], [ORACLE, "nope"]])
 def test_unknown_runs_are_reported_not_raised(root, runs):
+    """A name that is no run is left out with a warning; the runs that exist stay in the table."""
     shown, picker, count = h.filter_episodes(root, {}, runs, *NO_FILTERS)
-    assert shown is None and count.startswith("⚠") and picker["choices"] == []
+    real = [r for r in runs if r == ORACLE]
+    assert count.startswith("⚠") and "left out" in count and len(shown) == 6 * len(real)
+    assert len(picker["choices"]) == 6 * len(real) and set(shown["run"]) == set(real)
     figs = h.overview(root, {}, runs, *NO_FILTERS)
-    assert all(not f.data for f in figs)
+    assert all(bool(f.data) == bool(real) for f in figs)
+    with pytest.raises(gr.Error, match="Nothing exported: .*Remove it from Runs"):
+        h.export_table(root, {}, runs, *NO_FILTERS)

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from core.runs import episode_table as table
+from core.runs.comparison import compare_tables
 from demo.replays import plots
 from core.runs.episode_log import read_episodes
 from core.records import Recorded, RewardBreakdown
@@ -74,7 +75,7 @@ def test_empty_inputs_say_so(build):
 
 
 def test_difference_bars_sorted(frame):
-    comp = table.compare_runs(frame[frame.run == "oracle"], frame[frame.run == "guess"])
+    comp = compare_tables(frame[frame.run == "oracle"], frame[frame.run == "guess"])
     fig = plots.difference_bars(comp.table, "oracle", "guess")
     assert list(fig.data[0].y) == sorted(fig.data[0].y)
 

@@ -1,0 +1,107 @@
+"""Text from a URL, an upload, a model or a visitor renders as text in a real browser (Chromium).
+
+Every payload names a host nobody serves (127.0.0.1:9): the page must make no request to it and
+hold no element (image, link, heading) made from it, while the payload's words stay readable.
+Screenshots go to the test's tmp_path.
+"""
+
+import json
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+import app as app_module
+from tests.app.harness import launched
+
+pytestmark = pytest.mark.browser
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
+HOST = "127.0.0.1:9"
+IMG = f"<img src=http://{HOST}/img.png>"
+LINK = f"[Sign in again](http://{HOST}/login)"
+HEADING = "# Your session expired"
+PAYLOAD = f"{HEADING}\n{IMG} <b>bold</b> {LINK} http://{HOST}/auto"
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("injection")
+    with launched(app_module.build(FIXTURE, models_dir=root / "models")) as url:
+        yield url.rstrip("/")
+
+
+def _watched_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    return page, requests
+
+
+def _assert_inert(page, requests, shot):
+    page.wait_for_timeout(1500)  # let any image or prefetch fire
+    page.screenshot(path=str(shot), full_page=True)
+    assert not [u for u in requests if HOST in u], "the page fetched the payload's host"
+    assert page.locator(f"img[src*='{HOST}']").count() == 0
+    assert page.locator(f"a[href*='{HOST}']").count() == 0
+    assert page.locator("b", has_text="bold").count() == 0
+    for tag in ("h1", "h2", "h3"):
+        assert page.locator(tag, has_text="Your session expired").count() == 0
+
+
+@pytest.mark.parametrize("query", [
+    {"run": PAYLOAD},                                           # the run name
+    {"run": "fixture-set/oracle", "episode": PAYLOAD},         # the episode id
+])
+def test_deep_link_payload_is_text(browser, app_url, tmp_path, query):
+    page, requests = _watched_page(browser)
+    page.goto(f"{app_url}/?{urlencode(query)}")
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)  # shown literally
+    _assert_inert(page, requests, tmp_path / "deep_link.png")
+
+
+def _payload_log(tmp_path) -> Path:
+    """The oracle fixture's first episode with the payload as request, question, answer and model text."""
+    record = json.loads((FIXTURE / "fixture-set" / "oracle" / "episodes.jsonl").read_text().splitlines()[0])
+    record["scenario"]["request"] = PAYLOAD
+    if record.get("plan"):
+        record["plan"][next(iter(record["plan"]))] = PAYLOAD  # shown in the profile-vs-plan table
+    for turn in record["turns"]:
+        if turn["call"] and turn["call"]["name"] == "ask_question":
+            turn["call"]["arguments"]["question"] = PAYLOAD
+            turn["result"]["answer"] = PAYLOAD
+            turn["raw"] = PAYLOAD + "\n```\n" + turn["raw"]
+    out = tmp_path / "payload.jsonl"
+    out.write_text(json.dumps(record) + "\n")
+    return out
+
+
+def test_uploaded_log_payload_is_text(browser, app_url, tmp_path):
+    page, requests = _watched_page(browser)
+    page.goto(app_url)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
+    page.locator("input[type=file]").first.set_input_files(str(_payload_log(tmp_path)))
+    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=30000)
+    picker = page.get_by_label("Episode", exact=True)
+    picker.click()
+    page.get_by_role("option", name="upload:payload.jsonl", exact=False).first.click()
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    _assert_inert(page, requests, tmp_path / "uploaded_log.png")
+
+
+def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
+    page, requests = _watched_page(browser)
+    page.goto(app_url)
+    page.get_by_role("tab", name="Live play").click()
+    page.get_by_label("You are the agent").check()
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_label("Ask the user").fill(PAYLOAD.replace("\n", " "))
+    page.get_by_role("button", name="Ask", exact=True).click()
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    path = page.get_by_label("…or a local model folder (Hugging Face layout)")
+    path.fill(IMG + " " + LINK)
+    path.press("Enter")
+    page.get_by_text("local model folder", exact=False).first.wait_for(timeout=20000)
+    page.wait_for_timeout(1000)
+    _assert_inert(page, requests, tmp_path / "live_visitor.png")
