@@ -6,9 +6,7 @@ followed by ``MAX_QUESTIONS`` triples (type, question, options). Loaded models l
 shared read-only by every session.
 """
 
-import html
 import json
-import re
 
 import gradio as gr
 import pandas as pd

@@ -8,7 +8,6 @@ model checks it after every token, and the generator itself reports the stopped 
 generator (a closed tab) stops the model the same way.
 """
 
-import os
 import threading
 from html import escape
 from urllib.parse import urlencode
