@@ -22,6 +22,7 @@ from transformers.decision.template_utils import Question as SystemOneQuestion
 from core.decision.option_model import OptionModel, Settings, confidence_features, load_option_model
 from core.decision.option_request import (Encoded, OptionQuestion, batch_tensors, encode, pack,
                                           parse_questions)
+from core.decision.questions import Answer, Question, make_answer
 
 PATHS = ("packed", "per_question")
 
@@ -135,6 +136,16 @@ class OptionScorer:
             shaped["confidence"] = conf if self.settings.confidence_mode == "head" else max(probs)
             answers.append(shaped)
         return answers
+
+    def decide(self, state: Any, questions: Sequence[Question]) -> list[Answer]:
+        """The letter Decider's interface (core.decision.reports): each option's text is its own criteria."""
+        typed = [OptionQuestion(f"question {i + 1}", q.kind, q.text, tuple(q.options) if q.kind != "score" else
+                                tuple(str(j) for j in range(len(q.options))), tuple(q.options))
+                 for i, q in enumerate(questions)]
+        enc = self.prepare(state, typed)
+        with torch.no_grad():
+            probs = self.probabilities(enc, self.outputs(enc))
+        return [make_answer(q, p) for q, p in zip(questions, probs)]
 
     def score(self, state: Any, questions: Mapping[str, Any], path: str = "packed") -> dict:
         """``{"answers": {name: answer}, "usage": {"input_tokens", "output_tokens"}}``."""

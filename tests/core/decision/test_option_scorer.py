@@ -162,3 +162,21 @@ def test_request_text_cannot_write_the_marker(scorer):
     assert scorer.marker not in enc.state
     assert all(opt.count(scorer.marker) == 1 and opt[-1] == scorer.marker for opt in enc.questions[0].options)
     assert torch.is_tensor(scorer.outputs(enc).logits)
+
+
+def test_decide_serves_the_letter_deciders_interface(scorer):
+    from core.decision import Choice, Noul, Score
+    from core.decision.reports import probabilities
+
+    qs = [Choice("Which team?", ["billing", "security"]), Score("How urgent?", ["low", "high"]), Noul("Page?")]
+    answers = scorer.decide(STATE, qs)
+    assert [a.kind for a in answers] == ["choice", "score", "noul"] and list(answers[0].probs) == ["billing", "security"]
+    direct = _probs(scorer, {"t": {"type": "choice", "instructions": "Which team?",
+                                   "criteria": {"billing": "billing", "security": "security"}}})["t"]
+    assert max(abs(a - b) for a, b in zip(answers[0].probs.values(), direct)) <= 1e-6
+
+    class Item:  # the two fields reports.probabilities reads, plus the question
+        def __init__(self, q):
+            self.context_id, self.state, self.question = "c", STATE, q
+
+    assert len(probabilities(scorer, [Item(q) for q in qs])[2]) == 2
