@@ -60,3 +60,33 @@ def test_data_to_model_to_eval(data, tmp_path):
     assert keys <= set(res) and {"mean", "lo", "hi"} <= set(res["aurc_head_minus_max_p"])
     assert keys - {"aurc_head", "aurc_head_minus_max_p"} <= set(res["rlcd"]) and "aurc_head" not in res["rlcd"]
     assert json.loads((tmp_path / "eval.json").read_text())["contexts"] == 10
+
+
+SHIPPED = "checkpoints/option-scorer"
+
+
+def test_shipped_option_scorer_is_small_verified_and_abstains():
+    from pathlib import Path
+
+    from core.decision.option_scorer import OptionScorer
+
+    scorer = OptionScorer.load(SHIPPED)  # sha256 of both weight files checked here
+    size = sum(p.stat().st_size for p in Path(SHIPPED).iterdir()) / 1e6
+    assert size < 6 and scorer.settings.confidence_mode == "head"
+    card = json.loads((Path(SHIPPED) / "option_model.json").read_text())["training"]
+    assert card["frozen_scorer"]["scorer_sha256_before"] == card["frozen_scorer"]["scorer_sha256_after"]
+    readme = (Path(SHIPPED) / "README.md").read_text()
+    assert "train/option_pipeline.sh" in readme and "Wall time" in readme and "aurc_head_minus_max_p" in readme
+    tier = {"tier": {"type": "choice", "instructions": "What plan tier is the customer on?",
+                     "criteria": {"x": "FREE", "y": "BUSINESS", "z": "ENTERPRISE"}}}
+    stated = "Ticket 1\nCustomer tier: BUSINESS\nMessage: I was charged twice.\nNote: no rush at all."
+    said = scorer.score(stated, tier)["answers"]["tier"]
+    unsaid = scorer.score(stated.replace("Customer tier: BUSINESS\n", ""), tier)["answers"]["tier"]
+    assert said["choice"] == "y" and said["confidence"] > 0.9 > 0.5 > unsaid["confidence"]
+
+
+def test_published_results_file_shows_the_head_beating_max_p():
+    res = json.loads(open("results/option_eval.json").read())
+    assert res["aurc_head_minus_max_p"]["hi"] < 0
+    assert res["abstention_conf_stated"]["lo"] > res["abstention_conf_unstated"]["hi"] + 0.2
+    assert "aurc_head" not in res["rlcd"] and res["rlcd"]["accuracy"]["n"] == res["accuracy"]["n"]
