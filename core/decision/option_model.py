@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from core.decision.export import sha256_file
 
 FORMAT = "clarifylab-option-scorer-v1"
 BODY_FILE, HEADS_FILE, CARD_FILE = "body.safetensors", "heads.safetensors", "option_model.json"
@@ -143,14 +144,6 @@ def state_hash(module: nn.Module) -> str:
 # ---- save / load
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def save_option_model(directory: str | Path, model: OptionModel, tokenizer, *, training: dict[str, Any],
                       settings: Settings = Settings()) -> Path:
     """Write the model into an empty ``directory``: weights, config, tokenizer, card with hashes."""
@@ -203,11 +196,6 @@ def _verify_files(directory: Path, card: OptionCard) -> None:
                                f"only {BODY_FILE} and {HEADS_FILE}")
 
 
-def _tensors(path: Path) -> dict[str, torch.Tensor]:
-    with safe_open(str(path), framework="pt") as fh:
-        return {k: fh.get_tensor(k) for k in fh.keys()}
-
-
 def _load_strict(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> None:
     expected = set(module.state_dict())
     missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
@@ -222,7 +210,7 @@ def load_option_model(directory: str | Path, *, attn_implementation: str = "sdpa
     root = Path(directory)
     card = read_option_card(root)
     _verify_files(root, card)
-    body_state, head_state = _tensors(root / BODY_FILE), _tensors(root / HEADS_FILE)
+    body_state, head_state = load_file(root / BODY_FILE), load_file(root / HEADS_FILE)
     config = AutoConfig.from_pretrained(root, trust_remote_code=False)
     if config.model_type != "qwen3" or getattr(config, "auto_map", None):
         raise OptionModelError(f"{root}/config.json: model_type {config.model_type!r}; only a plain qwen3 body loads")
