@@ -201,7 +201,10 @@ def main(config: EvalConfig) -> dict:
     set_threads(1)
     if config.ship:
         return {"shipped": str(ship(config))}
-    contexts = read_contexts(Path(config.data) / "test.jsonl")
+    test = Path(config.data) / "test.jsonl"
+    if not test.is_file():
+        raise SystemExit(f"no {test}; build the data first: python -m train.option_data --out {config.data}")
+    contexts = read_contexts(test)
     if config.limit:
         contexts = contexts[: config.limit]
     scorer = OptionScorer.load(config.model)

@@ -90,3 +90,16 @@ def test_published_results_file_shows_the_head_beating_max_p():
     assert res["aurc_head_minus_max_p"]["hi"] < 0
     assert res["abstention_conf_stated"]["lo"] > res["abstention_conf_unstated"]["hi"] + 0.2
     assert "aurc_head" not in res["rlcd"] and res["rlcd"]["accuracy"]["n"] == res["accuracy"]["n"]
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint(data, tmp_path):
+    tiny = dict(data=str(data), out=str(tmp_path / "run"), init="", hidden=32, layers=1, batch=4, head_epochs=1,
+                eval_every=100, checkpoint_every=1)
+    train(TrainConfig(steps=2, **tiny))
+    (tmp_path / "run" / "model").rename(tmp_path / "first")  # as if it had stopped after step 2
+    with pytest.raises(FileExistsError, match="--resume"):
+        train(TrainConfig(steps=3, **tiny))
+    train(TrainConfig(steps=3, resume=True, **tiny))
+    meta = [json.loads(line) for line in (tmp_path / "run" / "meta.jsonl").read_text().splitlines()]
+    assert [m["resume"] for m in meta] == [False, True]
+    assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["step"] == 3
