@@ -135,7 +135,7 @@ def rewrite(row: DecisionRow, rng: random.Random) -> OptionQuestionRow | None:
         if row.kind == "score":
             descs = [d or v for d, v in zip(descs, values)]
         keys = [v if d is None else _key(rng, v, style, i) for i, (v, d) in enumerate(zip(values, descs))]
-        if len(set(k.lower() for k in keys)) < len(keys):  # random ids collided: fall back to positions
+        if len({k.lower() for k in keys}) < len(keys):  # random ids collided: fall back to positions
             keys = [v if d is None else f"opt{i + 1}" for i, (v, d) in enumerate(zip(values, descs))]
     return OptionQuestionRow(name=f"q{rng.randrange(16**6):06x}", type=row.kind, instructions=instructions, keys=keys,
                              descriptions=descs, values=values, label=label,
@@ -157,7 +157,7 @@ def claim_question(source: str, state: str, rng: random.Random, stated: bool) ->
     style = rng.choice(["value", "random", "index"])
     descs = [_describe(rng, v, "choice") for v in shown]
     keys = [v if d is None else _key(rng, v, style, i) for i, (v, d) in enumerate(zip(shown, descs))]
-    if len(set(k.lower() for k in keys)) < len(keys):
+    if len({k.lower() for k in keys}) < len(keys):
         keys = [v if d is None else f"opt{i + 1}" for i, (v, d) in enumerate(zip(shown, descs))]
     label = shown.index(truth) if stated else None
     row = OptionQuestionRow(

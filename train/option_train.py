@@ -22,12 +22,26 @@ import torch
 from transformers import AutoTokenizer
 
 from core.decision.export import load_decider
-from core.decision.option_model import (OptionModel, Settings, confidence_features, save_option_model,
-                                        soft_target_loss, state_hash)
+from core.decision.option_model import (
+    OptionModel,
+    Settings,
+    confidence_features,
+    save_option_model,
+    soft_target_loss,
+    state_hash,
+)
 from core.decision.option_request import Encoded, encode, pack, parse_questions
 from core.decision.option_scorer import forward_packs
 from core.decision.random_model import random_body
-from train.decision_run import MODEL, Run, optimizer_for, parse_config, rng_state, set_rng_state, set_threads
+from train.decision_run import (
+    MODEL,
+    Run,
+    optimizer_for,
+    parse_config,
+    rng_state,
+    set_rng_state,
+    set_threads,
+)
 from train.option_data import OptionContext, read_contexts
 
 
@@ -102,7 +116,7 @@ def collect(model: OptionModel, items: list[Item], chunk: int = 32):
         _, _, full = targets(part, o.logits.shape[1])
         out.append((o.logits, o.valid, confidence_features(o.header_states, o.option_states, o.logits, o.valid), full))
     k = max(x[0].shape[1] for x in out)
-    pad = lambda x, v: torch.nn.functional.pad(x, (0, k - x.shape[1]), value=v)  # noqa: E731
+    pad = lambda x, v: torch.nn.functional.pad(x, (0, k - x.shape[1]), value=v)
     return (torch.cat([pad(x[0], 0.0) for x in out]), torch.cat([pad(x[1], False) for x in out]),
             torch.cat([x[2] for x in out]), torch.cat([pad(x[3], 0.0) for x in out]))
 

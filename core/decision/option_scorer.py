@@ -19,9 +19,20 @@ from typing import Any, Mapping, Sequence
 import torch
 from transformers.decision.template_utils import Question as SystemOneQuestion
 
-from core.decision.option_model import OptionModel, Settings, confidence_features, load_option_model
-from core.decision.option_request import (Encoded, OptionQuestion, batch_tensors, encode, pack,
-                                          parse_questions)
+from core.decision.option_model import (
+    OptionModel,
+    Settings,
+    confidence_features,
+    load_option_model,
+)
+from core.decision.option_request import (
+    Encoded,
+    OptionQuestion,
+    batch_tensors,
+    encode,
+    pack,
+    parse_questions,
+)
 from core.decision.questions import Answer, Question, make_answer
 
 PATHS = ("packed", "per_question")

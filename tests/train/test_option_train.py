@@ -1,6 +1,7 @@
 """Option-scorer training: the head trains on a frozen scorer; data -> train -> eval end to end, tiny."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -47,7 +48,7 @@ def test_data_to_model_to_eval(data, tmp_path):
     config = TrainConfig(data=str(data), out=str(tmp_path / "run"), init="", hidden=32, layers=1, steps=3, batch=4,
                          head_epochs=2, eval_every=2, checkpoint_every=2)
     root = train(config)
-    model, _, card = load_option_model(root)
+    _, _, card = load_option_model(root)
     assert card.settings.confidence_mode == "head" and set(card.settings.temperature) == {"choice", "score", "noul"}
     frozen = card.training["frozen_scorer"]
     assert frozen["scorer_sha256_before"] == frozen["scorer_sha256_after"]
@@ -66,8 +67,6 @@ SHIPPED = "checkpoints/option-scorer"
 
 
 def test_shipped_option_scorer_is_small_verified_and_abstains():
-    from pathlib import Path
-
     from core.decision.option_scorer import OptionScorer
 
     scorer = OptionScorer.load(SHIPPED)  # sha256 of both weight files checked here
@@ -82,11 +81,11 @@ def test_shipped_option_scorer_is_small_verified_and_abstains():
     stated = "Ticket 1\nCustomer tier: BUSINESS\nMessage: I was charged twice.\nNote: no rush at all."
     said = scorer.score(stated, tier)["answers"]["tier"]
     unsaid = scorer.score(stated.replace("Customer tier: BUSINESS\n", ""), tier)["answers"]["tier"]
-    assert said["choice"] == "y" and said["confidence"] > 0.9 > 0.5 > unsaid["confidence"]
+    assert said["choice"] == "y" and said["confidence"] > 0.9 and unsaid["confidence"] < 0.5
 
 
 def test_published_results_file_shows_the_head_beating_max_p():
-    res = json.loads(open("results/option_eval.json").read())
+    res = json.loads(Path("results/option_eval.json").read_text())
     assert res["aurc_head_minus_max_p"]["hi"] < 0
     assert res["abstention_conf_stated"]["lo"] > res["abstention_conf_unstated"]["hi"] + 0.2
     assert "aurc_head" not in res["rlcd"] and res["rlcd"]["accuracy"]["n"] == res["accuracy"]["n"]

@@ -7,8 +7,18 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.decision.option_model import (BODY_FILE, CARD_FILE, HEADS_FILE, OptionModel, OptionModelError, Settings,
-                                        load_option_model, save_option_model, soft_target_loss, state_hash)
+from core.decision.option_model import (
+    BODY_FILE,
+    CARD_FILE,
+    HEADS_FILE,
+    OptionModel,
+    OptionModelError,
+    Settings,
+    load_option_model,
+    save_option_model,
+    soft_target_loss,
+    state_hash,
+)
 from core.decision.option_scorer import OptionScorer
 from core.decision.random_model import random_body
 

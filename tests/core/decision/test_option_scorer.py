@@ -7,7 +7,11 @@ import pytest
 import torch
 
 from core.decision.option_model import OptionModel, Settings
-from core.decision.option_request import OptionRequestError, load_request, parse_questions
+from core.decision.option_request import (
+    OptionRequestError,
+    load_request,
+    parse_questions,
+)
 from core.decision.option_scorer import OptionScorer
 from core.decision.random_model import random_body
 
