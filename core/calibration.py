@@ -216,7 +216,14 @@ def selective_curve(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> 
     """
     if len(probs) == 0:
         return SelectiveCurve([], [], float("nan"))
-    conf, correct = top_label(probs, labels)
+    return selective_from(*top_label(probs, labels))
+
+
+def selective_from(conf: Sequence[float], correct: Sequence[float]) -> SelectiveCurve:
+    """``selective_curve`` for any confidence score (e.g. a confidence head) and 0/1 correctness."""
+    conf, correct = np.asarray(conf, dtype=np.float64), np.asarray(correct, dtype=np.float64)
+    if conf.size == 0:
+        return SelectiveCurve([], [], float("nan"))
     order = np.argsort(-conf, kind="stable")
     c, err = conf[order], 1.0 - correct[order]
     cum = np.cumsum(err)

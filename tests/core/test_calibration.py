@@ -11,7 +11,7 @@ from torchmetrics.functional.classification import binary_calibration_error, mul
 
 from core.calibration import (
     accuracy, bin_index, brier, calibration_report, classwise_ece, ece, ece_from, equal_mass_ece,
-    mean_confidence, nota_rates, paired_metric_difference, reliability_bins, selective_curve, wilson_interval,
+    mean_confidence, nota_rates, paired_metric_difference, reliability_bins, selective_curve, selective_from, wilson_interval,
 )
 
 # Hand case: four rows, K = 2; confidences 0.9, 0.6, 0.8, 0.55; the first three are correct.
@@ -146,3 +146,12 @@ def test_paired_difference_of_a_model_with_itself_is_zero_and_detects_a_worse_on
     assert worse.mean == pytest.approx(ece(flat, y) - ece(p, y))
     with pytest.raises(ValueError, match="unknown metric"):
         paired_metric_difference("auc", p.tolist(), p.tolist(), y.tolist())
+
+
+def test_selective_from_takes_any_confidence_score():
+    # a score that ranks the one error last gives AURC 0; max p here ranks it first
+    conf, correct = [0.9, 0.8, 0.1], [1.0, 1.0, 0.0]
+    assert selective_from(conf, correct).aurc == pytest.approx((0 + 0 + 1 / 3) / 3)
+    probs, labels = [[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]], [0, 1, 1]
+    assert selective_from([0.9, 0.6, 0.8], [1.0, 0.0, 1.0]).aurc == selective_curve(probs, labels).aurc
+    assert math.isnan(selective_from([], []).aurc)

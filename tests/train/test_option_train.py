@@ -1,0 +1,104 @@
+"""Option-scorer training: the head trains on a frozen scorer; data -> train -> eval end to end, tiny."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.decision.option_model import OptionModel, load_option_model, state_hash
+from core.decision.random_model import random_body
+from train.decision_run import Run
+from train.option_data import DataConfig, read_contexts
+from train.option_data import main as build_data
+from train.option_eval import EvalConfig
+from train.option_eval import main as evaluate
+from train.option_train import TrainConfig, train_head
+from train.option_train import main as train
+
+
+def test_head_trains_without_moving_the_scorer(tmp_path):
+    model = OptionModel(random_body(1024, seed=0, hidden=32, layers=1, heads=4, kv_heads=2, head_dim=8))
+    feats, p_right = torch.randn(300, 2 * 32 + 5), torch.rand(300)
+    scorer_before, head_before = state_hash(model.body) + state_hash(model.option_head), state_hash(model.confidence_head)
+    config = TrainConfig(out=str(tmp_path), head_epochs=3)
+    frozen = train_head(model, feats, p_right, config, Run(tmp_path, config, resume=False))
+    assert state_hash(model.body) + state_hash(model.option_head) == scorer_before
+    assert state_hash(model.confidence_head) != head_before
+    assert frozen["scorer_sha256_before"] == frozen["scorer_sha256_after"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return build_data(DataConfig(out=str(tmp_path_factory.mktemp("d") / "data"), train=24, val=8, test=10))
+
+
+def test_rewritten_data_hides_nota_and_keeps_the_posterior(data):
+    contexts = read_contexts(data / "train.jsonl")
+    questions = [q for c in contexts for q in c.questions]
+    assert all("None of the above" not in q.values for q in questions)
+    assert all(abs(sum(q.posterior) + q.missing - 1) < 1e-9 for q in questions)
+    assert all((q.label is None) == (q.missing == 1.0) for q in questions if q.missing in (0.0, 1.0))
+    claims = [q for q in questions if "claim" in q.tags]
+    assert len(claims) == len(contexts) and {q.tags[1] for q in claims} == {"stated", "unstated"}
+    assert json.loads((data / "manifest.json").read_text())["files"]["test.jsonl"]["partition"] == "test"
+
+
+def test_data_to_model_to_eval(data, tmp_path):
+    config = TrainConfig(data=str(data), out=str(tmp_path / "run"), init="", hidden=32, layers=1, steps=3, batch=4,
+                         head_epochs=2, eval_every=2, checkpoint_every=2)
+    root = train(config)
+    _, _, card = load_option_model(root)
+    assert card.settings.confidence_mode == "head" and set(card.settings.temperature) == {"choice", "score", "noul"}
+    frozen = card.training["frozen_scorer"]
+    assert frozen["scorer_sha256_before"] == frozen["scorer_sha256_after"]
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert {r["phase"] for r in log} >= {"scorer", "temperature", "head", "done"}
+    res = evaluate(EvalConfig(model=str(root), data=str(data), rlcd="checkpoints/decision-rlcd", resamples=20,
+                              json=str(tmp_path / "eval.json")))
+    keys = {"accuracy", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head", "aurc_max_p",
+            "aurc_head_minus_max_p", "abstention_conf_stated", "abstention_conf_unstated"}
+    assert keys <= set(res) and {"mean", "lo", "hi"} <= set(res["aurc_head_minus_max_p"])
+    assert keys - {"aurc_head", "aurc_head_minus_max_p"} <= set(res["rlcd"]) and "aurc_head" not in res["rlcd"]
+    assert json.loads((tmp_path / "eval.json").read_text())["contexts"] == 10
+
+
+SHIPPED = "checkpoints/option-scorer"
+
+
+def test_shipped_option_scorer_is_small_verified_and_abstains():
+    from core.decision.option_scorer import OptionScorer
+
+    scorer = OptionScorer.load(SHIPPED)  # sha256 of both weight files checked here
+    size = sum(p.stat().st_size for p in Path(SHIPPED).iterdir()) / 1e6
+    assert size < 6 and scorer.settings.confidence_mode == "head"
+    card = json.loads((Path(SHIPPED) / "option_model.json").read_text())["training"]
+    assert card["frozen_scorer"]["scorer_sha256_before"] == card["frozen_scorer"]["scorer_sha256_after"]
+    readme = (Path(SHIPPED) / "README.md").read_text()
+    assert "train/option_pipeline.sh" in readme and "Wall time" in readme and "aurc_head_minus_max_p" in readme
+    tier = {"tier": {"type": "choice", "instructions": "What plan tier is the customer on?",
+                     "criteria": {"x": "FREE", "y": "BUSINESS", "z": "ENTERPRISE"}}}
+    stated = "Ticket 1\nCustomer tier: BUSINESS\nMessage: I was charged twice.\nNote: no rush at all."
+    said = scorer.score(stated, tier)["answers"]["tier"]
+    unsaid = scorer.score(stated.replace("Customer tier: BUSINESS\n", ""), tier)["answers"]["tier"]
+    assert said["choice"] == "y" and said["confidence"] > 0.9 and unsaid["confidence"] < 0.5
+
+
+def test_published_results_file_shows_the_head_beating_max_p():
+    res = json.loads(Path("results/option_eval.json").read_text())
+    assert res["aurc_head_minus_max_p"]["hi"] < 0
+    assert res["abstention_conf_stated"]["lo"] > res["abstention_conf_unstated"]["hi"] + 0.2
+    assert "aurc_head" not in res["rlcd"] and res["rlcd"]["accuracy"]["n"] == res["accuracy"]["n"]
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint(data, tmp_path):
+    tiny = dict(data=str(data), out=str(tmp_path / "run"), init="", hidden=32, layers=1, batch=4, head_epochs=1,
+                eval_every=100, checkpoint_every=1)
+    train(TrainConfig(steps=2, **tiny))
+    (tmp_path / "run" / "model").rename(tmp_path / "first")  # as if it had stopped after step 2
+    with pytest.raises(FileExistsError, match="--resume"):
+        train(TrainConfig(steps=3, **tiny))
+    train(TrainConfig(steps=3, resume=True, **tiny))
+    meta = [json.loads(line) for line in (tmp_path / "run" / "meta.jsonl").read_text().splitlines()]
+    assert [m["resume"] for m in meta] == [False, True]
+    assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["step"] == 3

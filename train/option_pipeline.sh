@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The option scorer from data to shipped folder, timed into RUNS/times.log:
+#   data -> scorer (soft targets) + temperatures + confidence head on the frozen scorer -> eval -> ship.
+# The body starts from our shipped checkpoints/decision-rlcd (same tokenizer); see docs/decision_models.md.
+# Usage: nice -n 10 bash train/option_pipeline.sh [SEED] [RUNS] [DATA]   (resumable: finished stages are skipped)
+set -euo pipefail
+SEED=${1:-0}
+RUNS=${2:-runs/option}
+DATA=${3:-runs/data/option}
+SHIP=${SHIP:-checkpoints/option-scorer}
+RESULTS=${RESULTS:-results/option_eval.json}
+PY=${PY:-.venv/bin/python}
+export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+mkdir -p "$RUNS"
+stage() {  # stage NAME DONE_MARKER CMD...
+  local name=$1 done=$2; shift 2
+  if [ -e "$done" ]; then echo "skip $name ($done exists)"; return; fi
+  local t0; t0=$(date +%s.%N)
+  local resume=()
+  if [ -e "$RUNS/$name/meta.jsonl" ]; then resume=(--resume true); fi
+  /usr/bin/time -f "%U %S" -o "$RUNS/.cpu_$name" "$@" "${resume[@]}"
+  local t1; t1=$(date +%s.%N)
+  read -r user sys < "$RUNS/.cpu_$name"
+  echo "{\"stage\": \"$name\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"cpu_s\": $(echo "$user + $sys" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
+}
+stage data "$DATA/manifest.json" $PY -m train.option_data --out "$DATA" --seed "$SEED"
+stage scorer "$RUNS/scorer/model" $PY -m train.option_train --data "$DATA" --out "$RUNS/scorer" --seed "$SEED"
+stage eval "$RUNS/eval.json" $PY -m train.option_eval --model "$RUNS/scorer/model" --data "$DATA" --json "$RUNS/eval.json"
+cp "$RUNS/eval.json" "$RESULTS"
+stage ship "$SHIP/README.md" $PY -m train.option_eval --model "$RUNS/scorer/model" --ship "$SHIP" \
+  --results "$RESULTS" --times "$RUNS/times.log"
