@@ -261,13 +261,14 @@ def quantize_int8(model: Any) -> Any:
     """Dynamic int8 quantisation of every Linear layer (weights int8, activations fp32).
 
     ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
-    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores.
+    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores. In
+    place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
     """
     import torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
 def gguf_template(path: Path) -> Path | None:
