@@ -105,3 +105,34 @@ def test_store_checks_and_evicts(tiny):
     cache, n = store.take([2] + list(range(1, 40)) + [7])
     assert n == 40 and cache.get_seq_length() == 40 and store.sizes() == [(40, False)]  # handed over whole
     assert store_for(model) is store_for(model)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_the_shipped_policy_plays_the_same_episodes_with_reuse(temperature):
+    # a trained policy makes real multi-turn episodes: every turn after the first reuses the last
+    import random
+    from pathlib import Path
+
+    from core.clarify.chat_policy import load_chat_policy
+
+    folder = Path(__file__).resolve().parents[3] / "checkpoints" / "clarify-grpo"
+    if not (folder / "model.safetensors").is_file():
+        pytest.skip("checkpoints/clarify-grpo is not trained in this checkout")
+    reuse = load_chat_policy(folder, Generation(temperature=temperature, max_new_tokens=120))
+    plain = ChatPolicy(reuse.model, reuse.tokenizer, generation=reuse.generation)
+    reused = []
+    original = reuse.sample
+
+    def counting(dialogs, seed, streamer=None):
+        out = original(dialogs, seed, streamer)
+        reused.append(reuse.reused_tokens)
+        return out
+
+    reuse.sample = counting
+    for seed in range(3):
+        envs = [ClarifyEnv(generate_scenario(seed, "medium"), "v2") for _ in range(2)]
+        for policy, env in zip((reuse, plain), envs):
+            policy.play(env, random.Random(seed))
+        assert [t.raw for t in envs[0].turns] == [t.raw for t in envs[1].turns]
+        assert len(envs[0].turns) > 2 and envs[0].score == envs[1].score
+    assert sum(r > 0 for r in reused) >= len(reused) - 1  # all but the very first turn
