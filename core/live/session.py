@@ -29,7 +29,7 @@ from core.records import Episode, Generation, Scenario, ToolCall
 from core.registry import ModelCache, ModelEntry, Progress
 from core.clarify.rubrics import values_equal_v2
 from core.clarify.scenarios import generate_scenario, load_scenarios
-from core.live.streaming import GenerationSettings, stream_turn
+from core.live.streaming import GenerationSettings, TurnClock, TurnTiming, stream_turn
 from core.runs.summary import summarize
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
 from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
@@ -101,6 +101,8 @@ class LiveSession:
     status: str = ""
     stopped: bool = False
     """The last generation was stopped by the person."""
+    timings: list[TurnTiming] = field(default_factory=list)
+    """Speed of each model turn of the current episode (time to first token, tokens/s)."""
 
     @property
     def scenario(self) -> Scenario:
@@ -204,17 +206,21 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
         yield session
         return
     from core.clarify.chat_policy import ChatPolicy  # torch is imported only once a model plays
+    from core.clarify.kv_cache import store_for
 
     session.stopped, session.draft = False, ""
-    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation())
+    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation(),
+                        kv=store_for(model))  # earlier turns' (and episodes') keys/values are reused
     while not session.done and session.pending is None:
         seed = session.settings.seed * 1000 + len(session.env.turns)
         ids: list[int] = []
         session.status = f"generating turn {len(session.env.turns) + 1}"
-        with closing(stream_turn(policy, session.env, stop, seed, min_interval)) as stream:
+        clock = TurnClock()
+        with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock)) as stream:
             for session.draft, ids in stream:
                 session.draft_tokens = len(ids)
                 yield session
+        session.timings.append(clock.timing(len(session.env.turns) + 1, policy.reused_tokens))
         finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
         raw, session.draft, session.draft_tokens = session.draft, "", 0
         if stop.is_set() and not finished:

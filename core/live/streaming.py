@@ -46,6 +46,46 @@ class GenerationSettings:
                           seed=self.seed)
 
 
+@dataclass(frozen=True)
+class TurnTiming:
+    """How fast one streamed turn was, for the Live play tab's per-turn line."""
+
+    turn: int
+    """1-based turn of the episode."""
+    first_token_s: float
+    """Seconds from the turn's start (rendering and prefill included) to its first new token."""
+    seconds: float
+    """Seconds for the whole turn."""
+    tokens: int
+    reused_tokens: int = 0
+    """Prompt tokens taken from the KV cache instead of prefilled."""
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Decoding speed after the first token (0 when the turn had one token or none)."""
+        rest = self.seconds - self.first_token_s
+        return (self.tokens - 1) / rest if self.tokens > 1 and rest > 0 else 0.0
+
+    def line(self) -> str:
+        reused = f" · {self.reused_tokens} prompt tokens from the KV cache" if self.reused_tokens else ""
+        return (f"turn {self.turn}: first token {self.first_token_s:.2f} s · {self.tokens_per_s:.1f} tokens/s "
+                f"({self.tokens} tokens in {self.seconds:.2f} s){reused}")
+
+
+@dataclass
+class TurnClock:
+    """Filled in by ``stream_turn``: when the turn started, its first token came, and it ended."""
+
+    start: float = 0.0
+    first: float | None = None
+    end: float = 0.0
+    tokens: int = 0
+
+    def timing(self, turn: int, reused_tokens: int = 0) -> TurnTiming:
+        first = (self.first if self.first is not None else self.end) - self.start
+        return TurnTiming(turn, first, self.end - self.start, self.tokens, reused_tokens)
+
+
 class Stopped(Exception):
     """Raised inside ``generate`` by the streamer when the turn was stopped."""
 
@@ -59,6 +99,8 @@ class TokenQueue:
         self.prompt_seen = False
         self.finished = threading.Event()
         """Set once generation has ended; the consumer sleeps on it between display updates."""
+        self.first_at: float | None = None
+        """``time.monotonic()`` when the first new token arrived."""
 
     def put(self, value):
         if not self.prompt_seen:  # generate() pushes the prompt first
@@ -66,6 +108,8 @@ class TokenQueue:
             return
         if any(flag.is_set() for flag in self.flags):
             raise Stopped
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         self.queue.put(value.reshape(-1).tolist())
 
     def end(self):
@@ -79,14 +123,17 @@ def turn_text(tokenizer: Any, ids: list[int]) -> str:
 
 
 def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sample_seed: int,
-                min_interval: float = 0.05) -> Iterator[tuple[str, list[int]]]:
+                min_interval: float = 0.05, clock: TurnClock | None = None) -> Iterator[tuple[str, list[int]]]:
     """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
 
     Text is decoded at most every ``min_interval`` seconds (the first token at once, the whole
     turn at the end), so a fast model is not slowed by decoding for a display that cannot keep
     up. Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
-    thread is joined before this returns, so no computation outlives the turn.
+    thread is joined before this returns, so no computation outlives the turn. ``clock``, when
+    given, receives the turn's start, first-token and end times.
     """
+    clock = clock if clock is not None else TurnClock()
+    clock.start = time.monotonic()
     closed = threading.Event()
     streamer, failure = TokenQueue(stop, closed), []
     dialog = policy.start(env)
@@ -122,6 +169,7 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
     finally:
         closed.set()  # the consumer is gone or done: no token after this one
         worker.join()
+        clock.first, clock.end, clock.tokens = streamer.first_at, time.monotonic(), len(ids)
     if failure:
         raise RuntimeError(f"generation failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
 

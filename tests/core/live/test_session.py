@@ -269,3 +269,15 @@ def test_watch_needs_a_model_and_settings_are_checked():
         GenerationSettings(temperature=-1)
     with pytest.raises(ValueError, match="max new tokens"):
         GenerationSettings(max_new_tokens=0)
+
+
+def test_each_model_turn_records_its_speed_and_reuses_the_cache(tiny):
+    # a real (random) model: greedy and capped, so each turn is exactly 6 tokens or ends early
+    settings = GenerationSettings(temperature=0.0, max_new_tokens=6)
+    session = play(live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
+    first = session.timings[0]
+    assert first.turn == 1 and 0 < first.first_token_s <= first.seconds and 1 <= first.tokens <= 6
+    assert "first token" in first.line() and "tokens/s" in first.line()
+    again = play(live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
+    assert again.timings[0].reused_tokens > 0  # the same prompt: the second episode prefills one token
+    assert [t.raw for t in again.env.turns] == [t.raw for t in session.env.turns]

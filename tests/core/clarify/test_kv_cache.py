@@ -1,0 +1,138 @@
+"""KV reuse across turns and episodes: the same tokens as without it, greedy and seeded-sampled,
+on random tiny Qwen3 chat models; a template that is not prefix-preserving falls back cleanly."""
+
+import logging
+
+import pytest
+import torch
+
+from core.clarify.chat_policy import ChatPolicy, Dialog
+from core.clarify.environment import ClarifyEnv
+from core.clarify.kv_cache import MIN_SHARED, KVStore, store_for
+from core.clarify.scenarios import generate_scenario
+from core.clarify.toolcalls import render_tool_call
+from core.records import Generation, ToolCall
+from tests.fixtures.tiny_chat import build_tiny_chat
+from train.clarify_tokenizer import CHAT_TEMPLATE
+
+TURNS = 6
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = build_tiny_chat(tmp_path_factory.mktemp("kv") / "tiny", hidden=64, layers=2)
+    return AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def policies(tiny, temperature, **kw):
+    model, tokenizer = tiny
+    gen = Generation(temperature=temperature, max_new_tokens=12)
+    return (ChatPolicy(model, tokenizer, generation=gen, kv=KVStore(), **kw),
+            ChatPolicy(model, tokenizer, generation=gen, **kw))
+
+
+def play_turns(reuse, plain, scenario, seed=0):
+    """Six turns of one conversation; after each the sampled tokens plus a user message are
+    appended (a random model's text is no tool call, so the environment is not stepped)."""
+    dialog = reuse.start(ClarifyEnv(scenario, "v2"))
+    ids, reused = list(dialog.ids), []
+    filler = reuse.encode("<|im_end|>\n<|im_start|>user\nPlease go on.<|im_end|>\n<|im_start|>assistant\n")
+    for turn in range(TURNS):
+        [a] = reuse.sample([Dialog(prompt_ids=ids, text="")], seed=seed + turn)
+        [b] = plain.sample([Dialog(prompt_ids=ids, text="")], seed=seed + turn)
+        assert a == b, f"turn {turn + 1}: the tokens differ with KV reuse"
+        reused.append(reuse.reused_tokens)
+        ids = ids + a + filler
+    return reused
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])  # greedy; seeded sampling
+def test_turns_are_the_same_tokens_with_and_without_reuse(tiny, temperature):
+    reuse, plain = policies(tiny, temperature)
+    reused = play_turns(reuse, plain, generate_scenario(3, "easy"))
+    assert reused[0] == 0 and all(r > 0 for r in reused[1:])  # turn 1 cold, then the conversation so far
+    assert reused == sorted(reused)
+
+
+def test_second_episode_reuses_the_shared_system_prefix(tiny):
+    reuse, plain = policies(tiny, 0.7)
+    play_turns(reuse, plain, generate_scenario(3, "easy"))
+    first = play_turns(reuse, plain, generate_scenario(4, "easy"), seed=100)[0]
+    assert first >= MIN_SHARED  # system prompt and tools, not prefilled again
+    assert any(pinned for _, pinned in reuse.kv.sizes())
+    third = play_turns(reuse, plain, generate_scenario(5, "hard"), seed=200)[0]
+    assert third >= MIN_SHARED
+
+
+def test_a_template_that_rewrites_history_falls_back_and_logs(tiny, caplog):
+    # the system block ends with a message count, so every rendering changes a token after the tools
+    end_of_tools = "</tool_call>' + '<|im_end|>\\n' -}}{%- elif ns.first"
+    assert end_of_tools in CHAT_TEMPLATE
+    rewriting = CHAT_TEMPLATE.replace(end_of_tools, end_of_tools.replace(
+        "' + '<|im_end|>", "\\nmessages: ' + (messages | length | string) + '<|im_end|>"))
+    reuse, plain = policies(tiny, 0.7, chat_template=rewriting)
+    env_a, env_b = (ClarifyEnv(generate_scenario(6, "medium"), "v2") for _ in range(2))
+    dialog_a, dialog_b = reuse.start(env_a), plain.start(env_b)
+    ask = reuse.encode(render_tool_call(ToolCall(name="ask_question", arguments={"question": "Which date?"})))
+    with caplog.at_level(logging.INFO):
+        for turn in range(3):
+            assert reuse.sample([dialog_a], seed=turn) == plain.sample([dialog_b], seed=turn)
+            if turn:  # the system prompt and tools are reused, nothing after the count
+                assert MIN_SHARED <= reuse.reused_tokens < len(dialog_a.prompt_ids)
+            # step both with the same scripted call: the transcript is re-tokenised each time
+            reuse.advance(env_a, dialog_a, ask + [reuse.eos_id])
+            plain.advance(env_b, dialog_b, ask + [plain.eos_id])
+    assert not dialog_a.exact and dialog_a.ids == dialog_b.ids
+    assert "not prefix-preserving" in caplog.text
+
+
+def test_store_checks_and_evicts(tiny):
+    from transformers import DynamicCache
+
+    model, _ = tiny
+    store = KVStore(capacity=2, pinned=1)
+    with pytest.raises(ValueError, match="holds 0 tokens, not the 3 given"):
+        store.give([1, 2, 3], DynamicCache(config=model.config))
+    assert store.take(list(range(100))) == (None, 0)
+    for start in range(3):
+        ids = [start] + list(range(1, 40))
+        with torch.no_grad():
+            cache = model(torch.tensor([ids]), cache=DynamicCache(config=model.config)).cache
+        store.give(ids, cache)
+    assert store.sizes() == [(40, False), (40, False)]  # the oldest went
+    cache, n = store.take([2] + list(range(1, 40)) + [7])
+    assert n == 40 and cache.get_seq_length() == 40 and store.sizes() == [(40, False)]  # handed over whole
+    assert store_for(model) is store_for(model)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_the_shipped_policy_plays_the_same_episodes_with_reuse(temperature):
+    # a trained policy makes real multi-turn episodes: every turn after the first reuses the last
+    import random
+    from pathlib import Path
+
+    from core.clarify.chat_policy import load_chat_policy
+
+    folder = Path(__file__).resolve().parents[3] / "checkpoints" / "clarify-grpo"
+    if not (folder / "model.safetensors").is_file():
+        pytest.skip("checkpoints/clarify-grpo is not trained in this checkout")
+    reuse = load_chat_policy(folder, Generation(temperature=temperature, max_new_tokens=120))
+    plain = ChatPolicy(reuse.model, reuse.tokenizer, generation=reuse.generation)
+    reused = []
+    original = reuse.sample
+
+    def counting(dialogs, seed, streamer=None):
+        out = original(dialogs, seed, streamer)
+        reused.append(reuse.reused_tokens)
+        return out
+
+    reuse.sample = counting
+    for seed in range(3):
+        envs = [ClarifyEnv(generate_scenario(seed, "medium"), "v2") for _ in range(2)]
+        for policy, env in zip((reuse, plain), envs):
+            policy.play(env, random.Random(seed))
+        assert [t.raw for t in envs[0].turns] == [t.raw for t in envs[1].turns]
+        assert len(envs[0].turns) > 2 and envs[0].score == envs[1].score
+    assert sum(r > 0 for r in reused) >= len(reused) - 1  # all but the very first turn
