@@ -22,9 +22,14 @@ from core.runs.episode_log import EpisodeLogError
 EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
-NO_PAIR = (gr.update(value=[], label="Run a"), gr.update(value=[], label="Run b"))
-"""The side-by-side chats when there is no shared scenario to show (labels reset, so none names an old run)."""
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
+
+
+def no_pair() -> tuple[dict, dict]:
+    """The side-by-side chats when there is no shared scenario to show (labels reset, so none names an
+    old run); fresh dicts on every call, since gradio consumes the updates a handler returns."""
+    return gr.update(value=[], label="Run a"), gr.update(value=[], label="Run b")
+
 
 
 def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
@@ -189,12 +194,12 @@ def compare(root, uploads, run_a, run_b):
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
         return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
-                gr.update(choices=[], value=None), *NO_PAIR)
+                gr.update(choices=[], value=None), *no_pair())
     gap = comparison.largest_gap(comp)
     return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=gap),
-            *(compare_episode(root, uploads, run_a, run_b, gap) if gap else NO_PAIR))
+            *(compare_episode(root, uploads, run_a, run_b, gap) if gap else no_pair()))
 
 
 def compare_episode(root, uploads, run_a, run_b, scenario):
