@@ -10,17 +10,7 @@ DATA=${3:-runs/data/decision}
 PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
-stage() {  # stage NAME DONE_MARKER CMD...
-  local name=$1 done=$2; shift 2
-  if [ -e "$done" ]; then echo "skip $name ($done exists)"; return; fi
-  local t0; t0=$(date +%s.%N)
-  local resume=()
-  if [ -e "$RUNS/$name/meta.jsonl" ]; then resume=(--resume true); fi
-  /usr/bin/time -f "%U %S" -o "$RUNS/.cpu_$name" "$@" "${resume[@]}"
-  local t1; t1=$(date +%s.%N)
-  read -r user sys < "$RUNS/.cpu_$name"
-  echo "{\"stage\": \"$name\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"cpu_s\": $(echo "$user + $sys" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
-}
+source "$(dirname "$0")/pipeline_stage.sh"
 stage data "$DATA/manifest.json" $PY -m train.decision_data --out "$DATA" --seed "$SEED"
 stage base "$RUNS/base/decision.json" $PY -m train.decision_tokenizer --data "$DATA" --out "$RUNS/base" --seed "$SEED"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_warmup --init "$RUNS/base" --out "$RUNS/warmup" --data "$DATA" --seed "$SEED"

@@ -12,17 +12,7 @@ RESULTS=${RESULTS:-results/option_eval.json}
 PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
-stage() {  # stage NAME DONE_MARKER CMD...
-  local name=$1 done=$2; shift 2
-  if [ -e "$done" ]; then echo "skip $name ($done exists)"; return; fi
-  local t0; t0=$(date +%s.%N)
-  local resume=()
-  if [ -e "$RUNS/$name/meta.jsonl" ]; then resume=(--resume true); fi
-  /usr/bin/time -f "%U %S" -o "$RUNS/.cpu_$name" "$@" "${resume[@]}"
-  local t1; t1=$(date +%s.%N)
-  read -r user sys < "$RUNS/.cpu_$name"
-  echo "{\"stage\": \"$name\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"cpu_s\": $(echo "$user + $sys" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
-}
+source "$(dirname "$0")/pipeline_stage.sh"
 stage data "$DATA/manifest.json" $PY -m train.option_data --out "$DATA" --seed "$SEED"
 stage scorer "$RUNS/scorer/model" $PY -m train.option_train --data "$DATA" --out "$RUNS/scorer" --seed "$SEED"
 stage eval "$RUNS/eval.json" $PY -m train.option_eval --model "$RUNS/scorer/model" --data "$DATA" --json "$RUNS/eval.json"
