@@ -89,7 +89,7 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=6):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
-            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS)
+            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table")
             with gr.Accordion("Raw answers (System One shape)", open=False):
                 raw = gr.JSON(show_label=False)
 
