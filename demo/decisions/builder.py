@@ -2,7 +2,9 @@
 
 The tab's question builder gives rows of (type, question, options text); ``build_questions`` turns
 them into the System One questions that ``Decider.score`` takes, keeping one error message per row
-so the UI can show it next to the offending field. ``parse_state`` reads the state box (text, or a
+so the UI can show it next to the offending field. Our letter-readout models read one letter per option
+(at most 26); when every asked model is an option scorer (``max_options``, 255) rows are validated by
+its own request rules instead, so a 255-option question can be built. ``parse_state`` reads the state box (text, or a
 JSON object kept as a record), ``request_errors`` attributes a too-long request to the state or to
 the question at fault, and ``reading`` adds the UI's derived facts (top-two margin) to an answer.
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from core.decision import system_one
-from core.decision.questions import PRIMITIVES, Choice, QuestionError, render_state
+from core.decision.questions import MAX_OPTIONS, PRIMITIVES, Choice, QuestionError, render_state
 
 CLOSE_MARGIN = 0.10
 """Top-two probability gap below which an answer gets the "close call" badge."""
@@ -83,12 +85,22 @@ def parse_options(kind: str, text: str) -> list[str] | dict[str, str] | None:
     return keyed
 
 
-def row_spec(row: QuestionRow, qid: str | None = None) -> dict:
-    """The System One question of one builder row (validated by ``system_one.question``)."""
+def row_spec(row: QuestionRow, qid: str | None = None, max_options: int | None = None) -> dict:
+    """The System One question of one builder row (validated by ``system_one.question``, or by the
+    option scorer's rules when ``max_options`` is given)."""
     if row.kind not in PRIMITIVES:
         raise QuestionError(f"unknown question type {row.kind!r}; pick one of {list(PRIMITIVES)}")
     text, criteria = (row.text or "").strip(), parse_options(row.kind, row.options)
-    if row.kind == "choice" and isinstance(criteria, list):
+    n = len(criteria or ())
+    if max_options is None and row.kind != "noul" and n > MAX_OPTIONS:
+        raise QuestionError(f"{n} options; at most {MAX_OPTIONS} for the letter-readout models (one letter per "
+                            "option, A..Z); the option scorer, asked alone, takes up to 255")
+    if row.kind == "choice" and isinstance(criteria, list) and max_options is not None:
+        repeated = next((o for i, o in enumerate(criteria) if o in criteria[:i]), None)
+        if repeated is not None:
+            raise QuestionError(f"option {repeated!r} is listed twice; options must differ")
+        criteria = {o: o for o in criteria}
+    elif row.kind == "choice" and isinstance(criteria, list):
         # plain lines: each option is its own key; build it first so duplicates are refused, not merged
         criteria = {o: o for o in Choice(text or "?", criteria, qid=qid).options}
     spec = {"type": row.kind, "instructions": text, "criteria": criteria}
@@ -104,8 +116,23 @@ def _strip_qid(qid: str, message: str) -> str:
     return message[len(prefix):] if message.lower().startswith(prefix.lower()) else message
 
 
-def build_questions(rows: Sequence[QuestionRow]) -> BuiltQuestions:
-    """Validate every non-blank builder row; ids are ``q1``.. by row position."""
+def _check(qid: str, spec: dict, max_options: int | None) -> None:
+    if max_options is None:
+        system_one.question(qid, spec)
+        return
+    from core.decision.option_request import OptionRequestError, parse_question  # torch: a model is loaded
+
+    try:
+        parse_question(qid, spec, max_options)
+    except OptionRequestError as err:
+        raise QuestionError(str(err)) from None
+
+
+def build_questions(rows: Sequence[QuestionRow], max_options: int | None = None) -> BuiltQuestions:
+    """Validate every non-blank builder row; ids are ``q1``.. by row position.
+
+    ``max_options``: the option scorer's limit when only option scorers are asked (None: letter models).
+    """
     questions: dict[str, dict] = {}
     errors: dict[str, str] = {}
     for i, row in enumerate(rows):
@@ -113,8 +140,8 @@ def build_questions(rows: Sequence[QuestionRow]) -> BuiltQuestions:
         if row.blank:
             continue
         try:
-            spec = row_spec(row, qid)
-            system_one.question(qid, spec)
+            spec = row_spec(row, qid, max_options)
+            _check(qid, spec, max_options)
         except QuestionError as err:
             errors[qid] = _strip_qid(qid, str(err))
             continue
@@ -156,9 +183,12 @@ def record_rows(state: str | Mapping[str, Any]) -> list[list[str]]:
 def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[str, dict]) -> dict[str, str]:
     """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
 
-    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits. A decision
-    model without our limits (a pipeline model, a System One endpoint) answers for its own.
+    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits (an option
+    scorer's ``request_errors``: one limit for the whole request). A decision model without our limits
+    (a pipeline model, a System One endpoint) answers for its own.
     """
+    if hasattr(decider, "request_errors"):
+        return decider.request_errors(state, questions)
     if not hasattr(decider, "overruns"):
         return {}
     asked = [system_one.question(str(qid), spec).primitive for qid, spec in questions.items()]
@@ -221,7 +251,8 @@ def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: 
     Any error stops before a model runs, so a result has either answers or errors, never stale ones.
     """
     result = AskResult()
-    built = build_questions(rows)
+    limits = [getattr(d, "max_options", None) for d in deciders.values()]
+    built = build_questions(rows, min(limits) if limits and None not in limits else None)
     result.errors.update(built.errors)
     if not built.questions and not built.errors:
         result.errors["questions"] = "add at least one question (a question text and its options)"

@@ -25,9 +25,11 @@ from demo.decisions import builder as views
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = models.DeciderCache()
-TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "max p", "entropy conf.", "score / p(true)",
-                 "top-two gap", "input vs training"]
-"""System One's confidence (rescaled: 0 uniform, 1 one-hot) and max p (the top probability) side by side."""
+TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
+                 "score / p(true)", "top-two gap", "input vs training"]
+"""System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
+its confidence head), what it came from, and max p (the top probability) beside it."""
+RESCALED = "rescaled max p"
 
 
 def _error(message: str | None) -> dict:
@@ -74,7 +76,8 @@ def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
     and ``gradio_client`` can call /ask, /calibrate and /probe without loading the page first.
     """
     found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
-    labels = [(e.key + ("" if a.ok else " (not available)"), e.key) for e, a in found]
+    labels = [(e.key + (f" · {models.OPTION_DESIGN}" if models.design(e, a) == models.OPTION_DESIGN else "")
+               + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
     return labels, [("(none)", "")] + labels, first
 
@@ -92,7 +95,8 @@ def model_note(models_dir: str, key: str | None) -> str:
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = models.check(entry)
-    return f"{'✓' if found.ok else '⚠ not available:'} {inert(entry.note)}. {inert(found.message)}"
+    return (f"{'✓' if found.ok else '⚠ not available:'} {inert(models.design(entry, found))} · {inert(entry.note)}. "
+            f"{inert(found.message)}")
 
 
 # ---- state and question builder
@@ -140,11 +144,13 @@ def remove_question(index: int, n: int, *values):
 def _familiarity(deciders: dict, state) -> dict:
     """Per model, how much of the state is outside its training vocabulary (its own tokenizer).
 
-    Only our letter-readout models (they carry ``overruns``): the signal is measured against the
-    tokenizer fitted on their own training prompts; a pipeline model or an endpoint has no such vocabulary.
+    Only our own models (letter readouts carry ``overruns``; the option scorer ``own_vocabulary``): the
+    signal is measured against the tokenizer fitted on their own training prompts; a pipeline model or
+    an endpoint has no such vocabulary.
     """
     text = render_state(state)
-    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items() if hasattr(d, "overruns")}
+    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items()
+            if hasattr(d, "overruns") or getattr(d, "own_vocabulary", False)}
 
 
 def _ood_cell(found) -> str:
@@ -152,14 +158,15 @@ def _ood_cell(found) -> str:
             else f"like it ({found.rate:.0%} unknown)")
 
 
-def _table(result: views.AskResult, known: dict) -> pd.DataFrame:
+def _table(result: views.AskResult, known: dict, sources: dict) -> pd.DataFrame:
     out = []
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
             r = views.reading(qid, ans)
             extra, conf = ans.get("score", ans.get("noul")), ans.get("confidence")
             out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
-                        "" if conf is None else round(conf, 3), round(ans["max_p"], 3),
+                        "" if conf is None else round(conf, 3), "" if conf is None else sources.get(key, RESCALED),
+                        round(ans["max_p"], 3),
                         round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
                         round(r.margin, 3), _ood_cell(known[key]) if key in known else ""])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
@@ -191,8 +198,10 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, views.parse_state(state)) if result.answers else {}
     notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
+    sources = {k: getattr(d, "confidence_source", "as the endpoint reports it" if getattr(d, "path_name", "") ==
+                          "endpoint" else RESCALED) for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
-            *qerr, fig, _table(result, known), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
+            *qerr, fig, _table(result, known, sources), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
 
 
 def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str | None = None) -> dict:
@@ -219,8 +228,9 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
         raise gr.Error(_reason(err), print_exception=False) from None
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
-    found = _familiarity({model: deciders[model]}, views.parse_state(state))[model]
-    out["familiarity"] = {**found.record(), "warning": warning(found, model)}
+    found = _familiarity({model: deciders[model]}, views.parse_state(state)).get(model)
+    if found is not None:  # our own models only (see _familiarity)
+        out["familiarity"] = {**found.record(), "warning": warning(found, model)}
     return out
 
 

@@ -89,7 +89,7 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=6):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
-            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS)
+            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table")
             with gr.Accordion("Raw answers (System One shape)", open=False):
                 raw = gr.JSON(show_label=False)
 
@@ -165,8 +165,8 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     gr.HTML(f"<style>{CSS}</style>")
-    gr.Markdown(f"**What the models know.** The shipped decision models (warmup, RLCD, RLVR, oracle) were all "
-                f"trained on {TRAINED_ON}; the arms differ in their training objective, not their data. "
+    gr.Markdown(f"**What the models know.** The shipped decision models (warmup, RLCD, RLVR, oracle, and the "
+                f"option scorer) were all trained on {TRAINED_ON}; they differ in objective and design, not data. "
                 f"Their calibration was measured on that kind of data only: every answer says whether the "
                 f"state is like it (the share of its words outside the model's training vocabulary; above "
                 f"{THRESHOLD:.0%} it warns), and the examples below are of that kind.",

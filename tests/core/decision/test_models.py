@@ -59,3 +59,42 @@ def test_the_picker_lists_the_registrys_one_list(models_dir):
     assert {"tiny-a", "decision-rlcd"} <= picker and "not-a-model" not in picker
     every = registry.all_entries(models_dir)
     assert len({e.key for e in every}) == len(every)  # one key convention, no collisions across kinds
+
+
+SHIPPED_SCORER = dm.registry.SHIPPED_DIR / "option-scorer"
+
+
+def test_the_shipped_option_scorer_is_a_registry_entry_with_its_design(tmp_path):
+    entry = next(e for e in dm.entries() if e.key == "option-scorer")
+    assert entry.source == "shipped" and entry.kind == "decision" and entry.location == str(SHIPPED_SCORER)
+    assert dm.design(entry) == dm.OPTION_DESIGN and dm.design(dm.entries()[0]) == dm.LETTER_DESIGN
+    assert dm.check(entry).ok and dm.check(entry).path == SHIPPED_SCORER
+    absent = next(e for e in dm.entries(shipped_dir=tmp_path) if e.key == "option-scorer")
+    found = dm.check(absent)  # a checkout without it: says how to make it
+    assert not found.ok and "train/option_pipeline.sh" in found.message
+
+
+def test_an_option_scorer_folder_loads_strictly_and_is_asked_as_an_option_decider(tmp_path):
+    import shutil
+
+    from core.decision.option_model import OptionModelError
+
+    copy = tmp_path / "models" / "my-scorer"
+    shutil.copytree(SHIPPED_SCORER, copy)
+    local = next(e for e in dm.entries(copy.parent) if e.key == "my-scorer")  # discovered in a models folder
+    assert "option scorer" in local.note and dm.design(local, dm.check(local)) == dm.OPTION_DESIGN
+    decider = dm.DeciderCache().get(local)
+    assert isinstance(decider, dm.OptionDecider) and decider.max_options == 255 and decider.max_tokens == 8192
+    out = decider.score("Ticket 9: charged twice", {"t": {"type": "choice", "instructions": "Which team?",
+                                                          "criteria": {"BIL": "billing", "SEC": "security"}}})
+    ans = out["answers"]["t"]
+    assert {"confidence", "max_p", "entropy_confidence"} <= set(ans) and out["usage"]["path"] == "one pass"
+    assert not 0 <= ans["max_p"] - ans["confidence"] < 1e-12  # the head's confidence, not max p again
+    with open(copy / "heads.safetensors", "r+b") as f:  # one flipped byte: refused by the hash check
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 1]))
+    with pytest.raises(OptionModelError, match="sha256"):
+        dm.load(local, copy)
+    assert "my-scorer" not in {e.key for e in dm.registry.discover_local(copy.parent, "policy")}  # not a policy
