@@ -33,7 +33,8 @@ import torch  # noqa: E402
 
 from core.clarify.chat_policy import ChatPolicy  # noqa: E402
 from core.clarify.environment import ClarifyEnv  # noqa: E402
-from core.registry import SHIPPED_DIR, SHIPPED_POLICIES, quantize_int8  # noqa: E402
+from core.loading import quantize_int8  # noqa: E402
+from core.registry import SHIPPED_DIR, SHIPPED_POLICIES  # noqa: E402
 from core.clarify.scenarios import generate_scenario  # noqa: E402
 from core.live.streaming import GenerationSettings, stream_turn  # noqa: E402
 

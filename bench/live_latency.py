@@ -58,14 +58,14 @@ def build(name: str):
     (parameters counted before int8 quantisation, which packs Linear weights out of parameters())."""
     import torch
 
-    from core import registry
+    from core import loading, registry
 
     start = time.perf_counter()
     if name == "smollm2":
         entry = registry.packaged_entries()[0]
         if not registry.check(entry).ok:
             raise SystemExit(registry.check(entry).message)
-        loaded = registry.ModelCache().get(entry)
+        loaded = loading.ModelCache().get(entry)
         return loaded.model, loaded.tokenizer, time.perf_counter() - start, loaded.params
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -77,7 +77,7 @@ def build(name: str):
     model = Qwen3ForCausalLM(config).eval()
     params = sum(p.numel() for p in model.parameters())
     if precision == "int8":
-        model = registry.quantize_int8(model)
+        model = loading.quantize_int8(model)
     return model, tokenizer, time.perf_counter() - start, params
 
 

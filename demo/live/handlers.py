@@ -14,13 +14,13 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from core import registry
+from core import loading, registry
 from core.live import session as live
 from demo.replays import plots
 from core.runs import transcripts
 from core.live.streaming import GenerationSettings
 
-MODELS = registry.ModelCache()
+MODELS = loading.ModelCache()
 """Loaded models, shared read-only by every session (each loads once, on first use)."""
 PUBLIC = registry.public_deployment()
 """On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
@@ -154,7 +154,7 @@ def play(session, replays_dir, progress=gr.Progress()):
     try:
         for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop
-    except (live.LiveError, registry.ModelLoadError, RuntimeError) as exc:
+    except (live.LiveError, loading.ModelLoadError, RuntimeError) as exc:
         yield *view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}"), stop
 
 

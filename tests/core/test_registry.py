@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core import registry
-from core.registry import ModelCache, ModelLoadError, check, check_folder, local_entry
+from core import loading, registry
+from core.loading import ModelCache, ModelLoadError
+from core.registry import check, check_folder, local_entry
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 
@@ -202,9 +203,9 @@ def test_packaged_template_is_the_shipped_tool_template():
     # one template for every ChatML tool model we ship: the GGUF's own has no tools
     from train.clarify_tokenizer import CHAT_TEMPLATE
 
-    path = registry.gguf_template(Path("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    path = loading.gguf_template(Path("SmolLM2-135M-Instruct.Q4_1.gguf"))
     assert path.read_text(encoding="utf-8") == CHAT_TEMPLATE
-    assert registry.gguf_template(Path("other.gguf")) is None
+    assert loading.gguf_template(Path("other.gguf")) is None
 
 
 def test_app_start_up_does_not_import_the_packaged_model():

@@ -11,7 +11,8 @@ from core.clarify.chat_policy import ChatPolicy
 from core.clarify.environment import ClarifyEnv
 from core.clarify.scenarios import generate_scenario
 from core.records import Generation
-from core.registry import ModelCache, check, discover_local, local_entry
+from core.loading import ModelCache
+from core.registry import check, discover_local, local_entry
 from tests.core.test_registry import fake_hub_cache
 from tests.fixtures.qwen3_real import load_tokenizer, save_published_layout
 

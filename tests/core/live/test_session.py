@@ -12,7 +12,8 @@ from core.live import session as live
 from core.runs.episode_log import read_episodes
 from core.clarify.policies import revealing_question
 from core.runs.replays import discover_runs
-from core.registry import ModelCache, local_entry
+from core.loading import ModelCache
+from core.registry import local_entry
 from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.live.streaming import GenerationSettings
 from tests.fixtures.tiny_chat import build_tiny_chat
