@@ -12,7 +12,7 @@ from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
 from core.live.streaming import GenerationSettings
 from core.clarify.scenarios import generate_scenario
 from core.registry import ModelCache, chat_endpoint_entry
-from tests.core.clarify.test_endpoint_policy import free_port
+from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port, served  # noqa: F401 (fixture)
 from tests.fixtures.chat_stream_server import ChatStreamServer, Reply, call_deltas, sse, tagged, text_deltas
 
 SCENARIO = generate_scenario(0, "easy")
@@ -143,3 +143,23 @@ def test_partial_tool_call_deltas_merge_by_index():
         answer.add({"choices": [{"delta": delta}]})
     call = answer.answer()["choices"][0]["message"]["tool_calls"][0]
     assert call == {"id": "c9", "type": "function", "function": {"name": "propose_plan", "arguments": '{"plan": "{}"}'}}
+
+
+# ---- against a real server: transformers serve with our shipped checkpoint ---------------------
+
+
+def test_transformers_serve_streams_the_same_greedy_episode_as_evaluation(served):
+    """Streamed live turns read the same calls as evaluation's whole answers, token for token."""
+    import random
+
+    from core.clarify.endpoint_policy import make_endpoint_policy
+    from core.clarify.environment import ClarifyEnv
+
+    spec = f"openai:{served}#{CHECKPOINT}"
+    drafts, last = play(begin(spec, settings=GenerationSettings(temperature=0.0, max_new_tokens=120)), retries=1)
+    whole = ClarifyEnv(SCENARIO)
+    make_endpoint_policy(spec, GREEDY).play(whole, random.Random(0))
+    assert [t.raw for t in last.env.turns] == [t.raw for t in whole.turns]
+    assert last.done and last.env.termination == whole.termination and len(drafts) > len(last.env.turns)
+    assert all(t.streamed and t.tokens > 1 and 0 < t.first_token_s < t.seconds for t in last.timings)
+    assert last.timings[0].tokens_per_s > 0
