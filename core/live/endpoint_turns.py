@@ -41,6 +41,8 @@ class StreamedAnswer:
     finish: str | None = None
     tokens: int = 0
     """Deltas seen so far; the server's ``usage.completion_tokens`` once it reports it."""
+    chunks: int = 0
+    """Events that carried text: a server may hold a tool call back until it parses, then send it whole."""
     streamed: bool = True
     whole: dict | None = None
     """The whole answer, when the server answered JSON instead of a stream."""
@@ -83,6 +85,7 @@ class StreamedAnswer:
             slot["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
             text = True
         self.tokens += text
+        self.chunks += text
         return text
 
     def draft(self) -> str:
@@ -130,8 +133,8 @@ def read_stream(reply: httpx.Response, answer: StreamedAnswer, pushed: Callable[
                 clock.first = clock.first or time.monotonic()
                 pushed()
     except httpx.HTTPError as exc:
-        if answer.tokens:  # retrying now would replay the turn from the start
-            raise EndpointFailure(f"the stream broke after {answer.tokens} chunks: {type(exc).__name__}: {exc}") from None
+        if answer.chunks:  # retrying now would replay the turn from the start
+            raise EndpointFailure(f"the stream broke after {answer.chunks} chunks: {type(exc).__name__}: {exc}") from None
         raise
 
 
@@ -169,7 +172,8 @@ def stream_answer(policy: EndpointPolicy, messages: list[dict], seed: int, stop:
                 yield *item, None
     finally:
         closed.set()  # the worker drops the connection at the server's next event
-        clock.end, clock.tokens, clock.streamed = time.monotonic(), answer.tokens, answer.streamed
+        # one chunk is a whole answer, streamed or not: no decoding speed can be read from it
+        clock.end, clock.tokens, clock.streamed = time.monotonic(), answer.tokens, answer.chunks > 1
     if not done:
         return
     worker.join()

@@ -60,7 +60,8 @@ class TurnTiming:
     reused_tokens: int = 0
     """Prompt tokens taken from the KV cache instead of prefilled."""
     streamed: bool = True
-    """False when the text came whole (an endpoint that does not stream): no decoding speed then."""
+    """False when the text came in one piece (an endpoint that does not stream, or sends a tool call
+    only once it parses): there is no decoding speed to read then."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -70,8 +71,7 @@ class TurnTiming:
 
     def line(self) -> str:
         if not self.streamed:
-            return (f"turn {self.turn}: whole answer after {self.seconds:.2f} s, not streamed "
-                    f"({self.tokens} tokens)")
+            return f"turn {self.turn}: whole answer after {self.seconds:.2f} s, in one piece ({self.tokens} tokens)"
         reused = f" · {self.reused_tokens} prompt tokens from the KV cache" if self.reused_tokens else ""
         return (f"turn {self.turn}: first token {self.first_token_s:.2f} s · {self.tokens_per_s:.1f} tokens/s "
                 f"({self.tokens} tokens in {self.seconds:.2f} s){reused}")

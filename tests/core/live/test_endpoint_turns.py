@@ -70,7 +70,7 @@ def test_a_server_that_does_not_stream_is_one_chunk(server):
     s = server(Reply("json", whole))
     drafts, last = play(begin(s.spec()))
     assert last.env.termination == "plan" and drafts == [PLAN, PLAN]  # the chunk, then the finished turn
-    assert not last.timings[0].streamed and "not streamed (12 tokens)" in last.timings[0].line()
+    assert not last.timings[0].streamed and "in one piece (12 tokens)" in last.timings[0].line()
 
 
 def test_you_are_the_user_mode_plays_through_the_endpoint(server):
@@ -160,6 +160,8 @@ def test_transformers_serve_streams_the_same_greedy_episode_as_evaluation(served
     whole = ClarifyEnv(SCENARIO)
     make_endpoint_policy(spec, GREEDY).play(whole, random.Random(0))
     assert [t.raw for t in last.env.turns] == [t.raw for t in whole.turns]
-    assert last.done and last.env.termination == whole.termination and len(drafts) > len(last.env.turns)
-    assert all(t.streamed and t.tokens > 1 and 0 < t.first_token_s < t.seconds for t in last.timings)
-    assert last.timings[0].tokens_per_s > 0
+    assert last.done and last.env.termination == whole.termination
+    # transformers serve sends a tool call only once it parses, so each turn (one call) is one chunk:
+    # the tab shows the time to the whole answer and the server's token count
+    assert all(not t.streamed and t.tokens > 1 and t.seconds > 0 for t in last.timings)
+    assert "in one piece" in last.timings[0].line()
