@@ -197,7 +197,7 @@ def endpoint_turns(session: LiveSession, stop: threading.Event, min_interval: fl
     session.stopped, session.draft = False, ""
     try:
         while not session.done and session.pending is None:
-            turn, answer = len(session.env.turns) + 1, None
+            turn, answer, read = len(session.env.turns) + 1, None, None
             session.status, clock = f"generating turn {turn} at the endpoint", TurnClock()
             try:
                 with closing(stream_answer(policy, history(session.env, session.sent),
@@ -215,7 +215,8 @@ def endpoint_turns(session: LiveSession, stop: threading.Event, min_interval: fl
                 session.status = f"⚠️ endpoint failure: {inert(exc)} · {session.status}"
             finally:
                 session.draft, session.draft_tokens = "", 0
-                session.timings.append(clock.timing(turn))
+                if clock.first is not None or read is not None:  # a turn that produced text has a speed
+                    session.timings.append(clock.timing(turn))
             if session.stopped or session.done:
                 yield session
                 return

@@ -124,7 +124,7 @@ def test_refused_connection_ends_the_episode():
 def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(server):
     s = server(Reply("status", {"error": "<script>bad key</script>"}, status=401), sse(text_deltas(PLAN)))
     _, refused = play(begin(s.spec()))
-    assert not refused.done and refused.stopped and "HTTP 401" in refused.status
+    assert not refused.done and refused.stopped and "HTTP 401" in refused.status and not refused.timings
     assert "<script>" not in refused.status and "&lt;script&gt;" in refused.status
     _, last = play(refused)  # Continue: the endpoint answers now
     assert last.env.termination == "plan"
