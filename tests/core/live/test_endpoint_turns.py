@@ -12,7 +12,8 @@ from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
 from core.live.streaming import GenerationSettings
 from core.clarify.scenarios import generate_scenario
 from core.registry import ModelCache, chat_endpoint_entry
-from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port, served  # noqa: F401 (fixture)
+from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port
+from tests.core.clarify.test_endpoint_policy import served  # noqa: F401 (a fixture, used by name)
 from tests.fixtures.chat_stream_server import ChatStreamServer, Reply, call_deltas, sse, tagged, text_deltas
 
 SCENARIO = generate_scenario(0, "easy")
@@ -148,7 +149,7 @@ def test_partial_tool_call_deltas_merge_by_index():
 # ---- against a real server: transformers serve with our shipped checkpoint ---------------------
 
 
-def test_transformers_serve_streams_the_same_greedy_episode_as_evaluation(served):
+def test_transformers_serve_streams_the_same_greedy_episode_as_evaluation(served):  # noqa: F811
     """Streamed live turns read the same calls as evaluation's whole answers, token for token."""
     import random
 
