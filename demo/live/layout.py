@@ -29,7 +29,8 @@ def _pickers(models_dir):
         model = gr.Dropdown(choices, value=h.first_ready(choices), label="Model", scale=4, allow_custom_value=True,
                             info="✓ = on this machine; ✗ = see the note below")
         path = gr.Textbox(label="…or a local model folder (Hugging Face layout)", scale=3,
-                          placeholder="a folder name inside the models folder" if h.PUBLIC else "/path/to/checkpoint",
+                          placeholder="a folder name inside the models folder" if h.PUBLIC else
+                          "/path/to/checkpoint, or a chat endpoint: openai:http://host:8000/v1#MODEL",
                           info="Public Space: only folders inside the models folder" if h.PUBLIC else None)
         int8 = gr.Checkbox(label="int8 (big models on CPU)", scale=1)
     model_note = gr.Markdown(elem_classes="live-note")

@@ -236,3 +236,20 @@ def test_smollm2_loads_from_the_wheel_with_the_tool_template():
     assert "<tools>" in loaded.tokenizer.apply_chat_template(
         [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}], tokenize=False)
     assert loaded.tokenizer.convert_tokens_to_ids("<|im_end|>") == loaded.model.generation_config.eos_token_id
+
+
+def test_chat_endpoints_are_policies_checked_without_the_network(monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    typed = registry.chat_endpoint_entry(" openai:http://127.0.0.1:9/v1/#Qwen/Qwen3-1.7B ")
+    assert (typed.key, typed.kind, typed.source, typed.location) == (
+        "openai:http://127.0.0.1:9/v1/#Qwen/Qwen3-1.7B", "policy", "endpoint", "openai:http://127.0.0.1:9/v1#Qwen/Qwen3-1.7B")
+    assert registry.check(typed).ok  # port 9 answers nothing: nothing was contacted
+    with pytest.raises(ValueError, match="openai:BASE_URL#MODEL"):
+        registry.chat_endpoint_entry("openai:http://h/v1")
+    monkeypatch.setenv(registry.CHAT_URL_ENV, "http://gpu-box:8000/v1#served")
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")  # the operator's entry is listed on a Space too
+    listed = [e for e in registry.all_entries(kind="policy") if e.source == "endpoint"]
+    assert [(e.key, e.location) for e in listed] == [("endpoint: served", "openai:http://gpu-box:8000/v1#served")]
+    monkeypatch.setenv(registry.CHAT_URL_ENV, "gpu-box#served")
+    broken = [e for e in registry.all_entries(kind="policy") if e.source == "endpoint"]
+    assert not registry.check(broken[0]).ok and "openai:BASE_URL#MODEL" in registry.check(broken[0]).message

@@ -129,3 +129,27 @@ def test_public_space_folder_box_plays_a_folder_of_the_models_folder(models_dir,
     inside = next(p.name for p in Path(models_dir).iterdir() if p.is_dir())
     assert h.describe_model(str(models_dir), None, inside).startswith("✓ available")
     assert "box is off" in h.describe_model(None, None, inside)  # no models folder: the box is off
+
+
+def test_a_typed_chat_endpoint_plays_a_watch_episode_and_the_operators_is_listed(models_dir, tmp_path, monkeypatch):
+    from tests.fixtures.chat_stream_server import ChatStreamServer, sse, tagged, text_deltas
+
+    server = ChatStreamServer([sse(text_deltas(tagged("propose_plan", plan="{}")))])
+    try:
+        assert h.describe_model(str(models_dir), None, server.spec()).startswith("✓ available")
+        out = start(tmp_path, models_dir, key=server.spec())  # typed into the picker
+        *_, last = h.play(out["session"], str(tmp_path))
+        last = named(last[:-1])
+        assert last["status"].startswith("episode ended (plan)") and "Speed" in last["budget"]
+    finally:
+        server.close()
+    monkeypatch.setenv("CLARIFYLAB_CHAT_URL", server.spec("served-model"))
+    assert "endpoint: served-model" in [key for _, key in h.model_choices(str(models_dir))]
+
+
+@pytest.mark.parametrize("allow, refused", [("", True), ("1", False)])
+def test_public_space_refuses_typed_chat_endpoints_unless_allowed(models_dir, monkeypatch, allow, refused):
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.setenv("CLARIFYLAB_ALLOW_URLS", allow)
+    note = h.describe_model(str(models_dir), None, "openai:http://10.0.0.1:8000/v1#m")
+    assert ("typed chat endpoints are off" in note) == refused and note.startswith("✓") != refused

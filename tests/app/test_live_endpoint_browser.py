@@ -1,0 +1,87 @@
+"""Live play through a chat endpoint in a real browser (Playwright + Debian Chromium): a scripted
+SSE endpoint on 127.0.0.1 plays a Watch episode that streams and ends with its breakdown and
+per-turn speed, Stop closes the stream on the endpoint, and an endpoint error shows as text."""
+
+import time
+
+import gradio as gr
+import pytest
+
+from demo.live import layout as live
+from tests.app.harness import chromium, launched
+from tests.fixtures.chat_stream_server import ChatStreamServer, Reply, call_deltas, sse, tagged, text_deltas
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("live_endpoint")
+    with gr.Blocks() as demo:
+        with gr.Tab("Live play"):
+            live.build(demo, root / "replays")
+    demo.queue()
+    with launched(demo) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(accept_on_path=False) as b:
+        yield b
+
+
+@pytest.fixture
+def endpoint():
+    made = []
+
+    def make(*replies):
+        made.append(ChatStreamServer(list(replies)))
+        return made[-1]
+    yield make
+    for s in made:
+        s.close()
+
+
+def open_with(browser, url, spec):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    box = page.get_by_label("…or a local model folder (Hugging Face layout)")
+    box.fill(spec)
+    box.press("Enter")
+    page.get_by_text("reached when a turn is played").wait_for(timeout=20000)
+    return page
+
+
+def test_watch_episode_streams_through_the_endpoint(app, browser, endpoint, tmp_path):
+    question = "What is the date? " * 4
+    s = endpoint(sse(call_deltas("ask_question", {"question": question}, size=2), gap_s=0.05),
+                 sse(text_deltas(tagged("propose_plan", plan='{"date": "today"}'), size=3), gap_s=0.02))
+    page = open_with(browser, app, s.spec())
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("generating (").first.wait_for(timeout=20000)  # the tool call, mid-stream
+    page.screenshot(path=tmp_path / "endpoint_streaming.png", full_page=True)
+    page.get_by_text("episode ended (plan)").first.wait_for(timeout=30000)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+    assert page.get_by_text("turn 2: first token").is_visible() and len(s.requests) == 2
+    assert all(r["stream"] for r in s.requests)
+    page.screenshot(path=tmp_path / "endpoint_end.png", full_page=True)
+
+
+def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, endpoint, tmp_path):
+    s = endpoint(sse(text_deltas("y" * 2000, size=1), gap_s=0.02),
+                 Reply("status", {"error": "<img src=x onerror=alert(1)>no such model"}, status=404))
+    page = open_with(browser, app, s.spec())
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("generating (").first.wait_for(timeout=20000)
+    page.get_by_role("button", name="■ Stop").click()
+    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=20000)
+    deadline = time.monotonic() + 5
+    while not s.hangups and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s.hangups == 1 and s.sent_events < 1000, "the endpoint kept streaming after Stop"
+    page.get_by_role("button", name="Continue ▸").click()
+    page.get_by_text("HTTP 404").first.wait_for(timeout=20000)
+    assert page.get_by_text("<img src=x onerror=alert(1)>", exact=False).first.is_visible()  # shown, not rendered
+    assert page.locator("img[src=x]").count() == 0
+    page.screenshot(path=tmp_path / "endpoint_error.png", full_page=True)
