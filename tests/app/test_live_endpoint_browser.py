@@ -85,3 +85,23 @@ def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, endpoint, 
     assert page.get_by_text("<img src=x onerror=alert(1)>", exact=False).first.is_visible()  # shown, not rendered
     assert page.locator("img[src=x]").count() == 0
     page.screenshot(path=tmp_path / "endpoint_error.png", full_page=True)
+
+
+PAYLOAD = "# Session expired\n[Sign in again](http://127.0.0.1:9/login) <img src=http://127.0.0.1:9/x.png> <b>bold</b>"
+
+
+def test_a_models_output_makes_no_element_link_or_request(app, browser, endpoint, tmp_path):
+    """What a model writes (a tool call's question, then text with no call) is shown as text."""
+    s = endpoint(sse(call_deltas("ask_question", {"question": PAYLOAD}, size=7)),
+                 sse(text_deltas(PAYLOAD, size=9)))
+    page = open_with(browser, app, s.spec())
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if "127.0.0.1:9" in r.url else None)
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("episode ended").first.wait_for(timeout=30000)
+    page.get_by_text("Sign in again", exact=False).first.wait_for(timeout=10000)  # shown, as text
+    page.screenshot(path=tmp_path / "endpoint_payload.png", full_page=True)
+    assert not fetched, f"the page fetched {fetched}"
+    assert page.locator("a[href*='127.0.0.1:9'], img[src*='127.0.0.1:9']").count() == 0
+    assert page.locator("b", has_text="bold").count() == 0
+    assert page.locator("h1, h2, h3", has_text="Session expired").count() == 0
