@@ -76,9 +76,16 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
     return out
 
 
+REVIEW_ONLY = ("simulator_answer", "answer_missed")
+"""Result fields logged for a reader of the episode but never shown to the agent: when a person
+plays the user, what the simulator would have answered (the hidden value itself) and the field
+the person's answer missed."""
+
+
 def tool_message(name: str, result: dict[str, Any]) -> dict[str, str]:
-    """A tool result as a ``tool`` message: compact JSON of the result fields."""
-    return {"role": "tool", "name": name, "content": json.dumps(result, ensure_ascii=False)}
+    """A tool result as a ``tool`` message: compact JSON of the result fields the agent may see."""
+    shown = {k: v for k, v in result.items() if k not in REVIEW_ONLY}
+    return {"role": "tool", "name": name, "content": json.dumps(shown, ensure_ascii=False)}
 
 
 def episode_messages(scenario: Scenario, turns: list[Turn], final_result: bool = True) -> list[dict[str, Any]]:

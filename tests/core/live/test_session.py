@@ -174,6 +174,9 @@ def test_user_mode_scores_the_persons_answers(tiny):
     assert session.env.turns[-1].reward == 0.02  # scored like a question that revealed nothing (v1)
     session = play(session, lm, tiny.tokenizer)
     assert "no idea" in lm.prompts[2] and session.done
+    # the agent reads the person's answers only: never what the simulator would have said (the value)
+    assert "simulator_answer" not in lm.prompts[2] and "answer_missed" not in lm.prompts[2]
+    assert str(profile[second]) not in lm.prompts[2].split("no idea")[-1]
     assert session.episodes[-1].fields_revealed == [first]
     with pytest.raises(live.LiveError, match="no question waiting"):
         live.answer_question(session, "late")
