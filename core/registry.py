@@ -204,6 +204,16 @@ ALLOW_URLS_ENV = "CLARIFYLAB_ALLOW_URLS"
 requests wherever a visitor points it; off by default on a Space)."""
 
 
+def shown_path(path: str | Path) -> str:
+    """A path as a message shows it: relative to the checkout when inside it (no server layout in
+    the text), else as given; on a public deployment an outside path shows its name only."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name if public_deployment() else str(path)
+
+
 def public_deployment() -> bool:
     """A Hugging Face Space (``SPACE_ID`` set): visitors are strangers, so typed paths are confined to
     the models folder and typed URLs are refused unless the operator allows them."""
@@ -314,7 +324,7 @@ def check_folder(path: str | Path, kind: Kind = "policy") -> Availability:
         return Availability(False, None, f"{path} holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
     if kind == "policy" and not any((path / name).is_file() for name in TOKENIZER_FILES):
         return Availability(False, None, f"{path} holds no tokenizer files (tokenizer.json ...)")
-    return Availability(True, path, f"ready to load from {path}")
+    return Availability(True, path, f"ready to load from {shown_path(path)}")
 
 
 def cached_snapshot(hub_id: str, cache_dir: str | Path | None = None) -> Path | None:
@@ -355,7 +365,7 @@ def check_package(location: str) -> Availability:
         return Availability(False, None, f"{dist} is installed but holds no {name}: {PACKAGE_INSTALL}")
     if importlib.util.find_spec("gguf") is None:
         return Availability(False, None, f"reading {name} needs the gguf package: {PACKAGE_INSTALL}")
-    return Availability(True, found[0], f"ready to load from {found[0]}")
+    return Availability(True, found[0], f"ready to load from {shown_path(found[0])}")
 
 
 def check(entry: ModelEntry, cache_dir: str | Path | None = None) -> Availability:

@@ -51,9 +51,9 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     if not path.is_dir():
         return Availability(False, None, f"no folder at {path}")
     if (path / CARD_FILE).is_file():
-        return Availability(True, path, f"ready to load from {path}")
+        return Availability(True, path, f"ready to load from {registry.shown_path(path)}")
     if (path / OPTION_CARD).is_file():
-        return Availability(True, path, f"{OPTION_DESIGN} ready to load from {path} (hashes checked on load)")
+        return Availability(True, path, f"{OPTION_DESIGN} ready to load from {registry.shown_path(path)} (hashes checked on load)")
     if pipeline_ok and any(path.glob("*.gguf")):
         return Availability(True, path, f"GGUF chat model in {path}, through transformers' DecisionPipeline")
     chat = registry.check_folder(path) if pipeline_ok else None

@@ -253,3 +253,12 @@ def test_chat_endpoints_are_policies_checked_without_the_network(monkeypatch):
     monkeypatch.setenv(registry.CHAT_URL_ENV, "gpu-box#served")
     broken = [e for e in registry.all_entries(kind="policy") if e.source == "endpoint"]
     assert not registry.check(broken[0]).ok and "openai:BASE_URL#MODEL" in registry.check(broken[0]).message
+
+
+def test_messages_show_paths_without_the_server_layout(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert registry.shown_path(registry.SHIPPED_DIR / "clarify-grpo") == "checkpoints/clarify-grpo"
+    assert registry.shown_path(tmp_path / "m") == str(tmp_path / "m")
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    assert registry.shown_path(tmp_path / "m") == "m"
+    assert check(registry.shipped_entries(kind="policy")[0]).message.endswith("from checkpoints/clarify-grpo")
