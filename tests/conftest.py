@@ -31,3 +31,18 @@ def browser():
     """Debian Chromium through Playwright, one per test module; skips when it is not installed."""
     with chromium() as b:
         yield b
+
+
+@pytest.fixture
+def chat_server():
+    """Scripted chat endpoints on 127.0.0.1 (``chat_server(*replies)``), closed after the test."""
+    from tests.fixtures.chat_stream_server import ChatStreamServer
+
+    made = []
+
+    def make(*replies):
+        made.append(ChatStreamServer(list(replies)))
+        return made[-1]
+    yield make
+    for s in made:
+        s.close()

@@ -9,7 +9,7 @@ import pytest
 
 from demo.live import layout as live
 from tests.app.harness import chromium, launched
-from tests.fixtures.chat_stream_server import ChatStreamServer, Reply, call_deltas, sse, tagged, text_deltas
+from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas
 
 pytestmark = pytest.mark.browser
 
@@ -31,18 +31,6 @@ def browser():
         yield b
 
 
-@pytest.fixture
-def endpoint():
-    made = []
-
-    def make(*replies):
-        made.append(ChatStreamServer(list(replies)))
-        return made[-1]
-    yield make
-    for s in made:
-        s.close()
-
-
 def open_with(browser, url, spec):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
@@ -53,9 +41,9 @@ def open_with(browser, url, spec):
     return page
 
 
-def test_watch_episode_streams_through_the_endpoint(app, browser, endpoint, tmp_path):
+def test_watch_episode_streams_through_the_endpoint(app, browser, chat_server, tmp_path):
     question = "What is the date? " * 4
-    s = endpoint(sse(call_deltas("ask_question", {"question": question}, size=2), gap_s=0.05),
+    s = chat_server(sse(call_deltas("ask_question", {"question": question}, size=2), gap_s=0.05),
                  sse(text_deltas(tagged("propose_plan", plan='{"date": "today"}'), size=3), gap_s=0.02))
     page = open_with(browser, app, s.spec())
     page.get_by_role("button", name="▶ Start episode").click()
@@ -68,8 +56,8 @@ def test_watch_episode_streams_through_the_endpoint(app, browser, endpoint, tmp_
     page.screenshot(path=tmp_path / "endpoint_end.png", full_page=True)
 
 
-def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, endpoint, tmp_path):
-    s = endpoint(sse(text_deltas("y" * 2000, size=1), gap_s=0.02),
+def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, chat_server, tmp_path):
+    s = chat_server(sse(text_deltas("y" * 2000, size=1), gap_s=0.02),
                  Reply("status", {"error": "<img src=x onerror=alert(1)>no such model"}, status=404))
     page = open_with(browser, app, s.spec())
     page.get_by_role("button", name="▶ Start episode").click()
@@ -90,9 +78,9 @@ def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, endpoint, 
 PAYLOAD = "# Session expired\n[Sign in again](http://127.0.0.1:9/login) <img src=http://127.0.0.1:9/x.png> <b>bold</b>"
 
 
-def test_a_models_output_makes_no_element_link_or_request(app, browser, endpoint, tmp_path):
+def test_a_models_output_makes_no_element_link_or_request(app, browser, chat_server, tmp_path):
     """What a model writes (a tool call's question, then text with no call) is shown as text."""
-    s = endpoint(sse(call_deltas("ask_question", {"question": PAYLOAD}, size=7)),
+    s = chat_server(sse(call_deltas("ask_question", {"question": PAYLOAD}, size=7)),
                  sse(text_deltas(PAYLOAD, size=9)))
     page = open_with(browser, app, s.spec())
     fetched = []

@@ -15,23 +15,11 @@ from core.loading import ModelCache
 from core.registry import chat_endpoint_entry
 from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port
 from tests.core.clarify.test_endpoint_policy import served  # noqa: F401 (a fixture, used by name)
-from tests.fixtures.chat_stream_server import ChatStreamServer, Reply, call_deltas, sse, tagged, text_deltas
+from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas
 
 SCENARIO = generate_scenario(0, "easy")
 FIELD = SCENARIO.required_keys[0]
 PLAN = tagged("propose_plan", plan="{}")
-
-
-@pytest.fixture
-def server():
-    made = []
-
-    def make(*replies):
-        made.append(ChatStreamServer(list(replies)))
-        return made[-1]
-    yield make
-    for s in made:
-        s.close()
 
 
 def begin(spec, mode="watch", settings=GenerationSettings(temperature=0.0, max_new_tokens=64, seed=3)):
@@ -47,8 +35,8 @@ def play(session, stop=None, **options):
     return [d for d in drafts if d], state
 
 
-def test_streamed_tool_call_and_text_turns_play_a_watch_episode(server):
-    s = server(sse(call_deltas("ask_question", {"question": f"What is the {FIELD}?"}, "call_a"), usage=9),
+def test_streamed_tool_call_and_text_turns_play_a_watch_episode(chat_server):
+    s = chat_server(sse(call_deltas("ask_question", {"question": f"What is the {FIELD}?"}, "call_a"), usage=9),
                sse(text_deltas(PLAN)))
     drafts, last = play(begin(s.spec()))
     assert last.done and last.env.termination == "plan" and last.episodes[-1].policy == s.spec()
@@ -66,17 +54,17 @@ def test_streamed_tool_call_and_text_turns_play_a_watch_episode(server):
     assert "tokens/s" in t1.line()
 
 
-def test_a_server_that_does_not_stream_is_one_chunk(server):
+def test_a_server_that_does_not_stream_is_one_chunk(chat_server):
     whole = {"choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": PLAN}}],
              "usage": {"completion_tokens": 12}}
-    s = server(Reply("json", whole))
+    s = chat_server(Reply("json", whole))
     drafts, last = play(begin(s.spec()))
     assert last.env.termination == "plan" and drafts == [PLAN, PLAN]  # the chunk, then the finished turn
     assert not last.timings[0].streamed and "in one piece (12 tokens)" in last.timings[0].line()
 
 
-def test_you_are_the_user_mode_plays_through_the_endpoint(server):
-    s = server(sse(text_deltas(tagged("ask_question", question=f"What is the {FIELD}?"))), sse(text_deltas(PLAN)))
+def test_you_are_the_user_mode_plays_through_the_endpoint(chat_server):
+    s = chat_server(sse(text_deltas(tagged("ask_question", question=f"What is the {FIELD}?"))), sse(text_deltas(PLAN)))
     _, asked = play(begin(s.spec(), mode="user"))
     assert asked.pending is not None and not asked.done and len(s.requests) == 1
     answered = live.answer_question(asked, "my answer is forty two")
@@ -84,8 +72,8 @@ def test_you_are_the_user_mode_plays_through_the_endpoint(server):
     assert last.done and "my answer is forty two" in s.requests[1]["messages"][-1]["content"]
 
 
-def test_stop_ends_the_turn_and_closes_the_connection(server):
-    s = server(sse(text_deltas("x" * 800, size=2), gap_s=0.01))
+def test_stop_ends_the_turn_and_closes_the_connection(chat_server):
+    s = chat_server(sse(text_deltas("x" * 800, size=2), gap_s=0.01))
     stop, states = threading.Event(), []
     for state in endpoint_turns(begin(s.spec()), stop, min_interval=0, retries=0):
         states.append(state)
@@ -111,8 +99,8 @@ MALFORMED_CALL = [{"tool_calls": [{"index": 0, "id": "c", "function": {"name": "
      "error mid-stream"),
     (Reply("sse", ["not json"]), {}, "malformed stream event"),
 ])
-def test_endpoint_errors_end_the_episode_with_the_error_as_text(server, reply, options, error):
-    s = server(reply)
+def test_endpoint_errors_end_the_episode_with_the_error_as_text(chat_server, reply, options, error):
+    s = chat_server(reply)
     _, last = play(begin(s.spec()), **options)
     assert last.done and last.env.termination == "unparseable" and error in last.env.turns[-1].parse_error
     assert "<b>" not in last.status and "<b>" not in str(live.messages(last))
@@ -123,8 +111,8 @@ def test_refused_connection_ends_the_episode():
     assert last.done and "could not reach" in last.env.turns[0].parse_error and last.status.startswith("⚠️")
 
 
-def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(server):
-    s = server(Reply("status", {"error": "<script>bad key</script>"}, status=401), sse(text_deltas(PLAN)))
+def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(chat_server):
+    s = chat_server(Reply("status", {"error": "<script>bad key</script>"}, status=401), sse(text_deltas(PLAN)))
     _, refused = play(begin(s.spec()))
     assert not refused.done and refused.stopped and "HTTP 401" in refused.status and not refused.timings
     assert "<script>" not in refused.status and "&lt;script&gt;" in refused.status
@@ -132,8 +120,8 @@ def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(server):
     assert last.env.termination == "plan"
 
 
-def test_run_model_takes_the_endpoint_path_without_loading_anything(server):
-    s = server(sse(text_deltas(PLAN)))
+def test_run_model_takes_the_endpoint_path_without_loading_anything(chat_server):
+    s = chat_server(sse(text_deltas(PLAN)))
     cache = ModelCache()
     *_, last = live.run_model(begin(s.spec()), cache, threading.Event())
     assert last.env.termination == "plan" and cache.loaded() == []
