@@ -242,13 +242,20 @@ def _build_body(root: Path, state: dict[str, torch.Tensor], body_file: str, trus
     body = AutoModel.from_config(config, trust_remote_code=trust_remote_code)
     if body.get_output_embeddings() is not None:
         raise DecisionExportError(f"config.json builds {type(body).__name__}, which has an output head; expected a body")
-    expected = set(body.state_dict())
-    missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
-    if missing or unexpected:
-        raise DecisionExportError(f"{body_file} does not match config.json: missing {missing[:5]} "
-                                  f"({len(missing)}), unexpected {unexpected[:5]} ({len(unexpected)})")
+    mismatch = state_mismatch(body, state)
+    if mismatch:
+        raise DecisionExportError(f"{body_file} does not match config.json: {mismatch}")
     body.load_state_dict(state, strict=True)
     return body
+
+
+def state_mismatch(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> str:
+    """How ``state``'s tensor names differ from ``module``'s ("" when they match), for a strict load's message."""
+    expected = set(module.state_dict())
+    missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+    if not (missing or unexpected):
+        return ""
+    return f"missing {missing[:5]} ({len(missing)}), unexpected {unexpected[:5]} ({len(unexpected)})"
 
 
 def load_decider(directory: str | Path, *, trust_remote_code: bool = False, attn_implementation: str = "sdpa",

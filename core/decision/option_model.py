@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from core.decision.export import sha256_file
+from core.decision.export import sha256_file, state_mismatch
 
 FORMAT = "clarifylab-option-scorer-v1"
 BODY_FILE, HEADS_FILE, CARD_FILE = "body.safetensors", "heads.safetensors", "option_model.json"
@@ -197,11 +197,9 @@ def _verify_files(directory: Path, card: OptionCard) -> None:
 
 
 def _load_strict(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> None:
-    expected = set(module.state_dict())
-    missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
-    if missing or unexpected:
-        raise OptionModelError(f"{what} does not match the model: missing {missing[:5]} ({len(missing)}), "
-                               f"unexpected {unexpected[:5]} ({len(unexpected)})")
+    mismatch = state_mismatch(module, state)
+    if mismatch:
+        raise OptionModelError(f"{what} does not match the model: {mismatch}")
     module.load_state_dict(state, strict=True)
 
 
