@@ -3,7 +3,8 @@
 ``ModelCache.get(entry)`` checks the entry through ``core.registry`` (local files, package
 metadata, the Hugging Face cache), downloads a hub entry only on an explicit load when the hub is
 allowed, then loads tokenizer and causal LM in fp32 (a packaged ``.gguf`` file dequantised, with
-our shipped tool chat template), optionally quantising Linear layers to int8.
+our shipped tool chat template; a LoRA adapter folder over its base, merged), optionally
+quantising Linear layers to int8.
 """
 
 import threading
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from core.registry import PACKAGED_MODELS, SHIPPED_DIR, Availability, ModelEntry, cached_snapshot, check
+from core.registry import (ADAPTER_CONFIG, PACKAGED_MODELS, SHIPPED_DIR, Availability, ModelEntry, adapter_base,
+                           base_location, cached_snapshot, check, shown_path)
 
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
@@ -64,6 +66,8 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if path.is_dir() and (path / ADAPTER_CONFIG).is_file():
+        return load_adapter(entry, path, int8, progress)
     folder, gguf = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
     progress(0.1, f"loading tokenizer from {path}")
     try:
@@ -86,6 +90,38 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
     hint = "; large for a CPU: the int8 option runs it about 4x faster" if big else ""
     progress(1.0, f"{entry.key} ready ({params / 1e6:.1f} M parameters{', int8' if int8 else ''}{hint})")
     return LoadedModel(entry, path, model, tokenizer, int8, params)
+
+
+def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, trainable: bool = False) -> LoadedModel:
+    """A LoRA adapter folder: its base loaded in fp32 and the adapter applied, merged into the base
+    weights for play (a turn costs what the base's does) or kept apart and trainable (GRPO after
+    the warmup). The folder's tokenizer and chat template are the ones it was trained with."""
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+
+    try:
+        found = base_location(adapter_base(path))
+    except ValueError as exc:
+        raise ModelLoadError(f"{entry.key}: {exc}") from None
+    if not found.ok:
+        raise ModelLoadError(f"{entry.key}: the adapter's base is unavailable: {found.message}")
+    base = load_folder(entry, found.path, False, progress)
+    progress(0.7, f"applying the LoRA adapter in {shown_path(path)}")
+    try:
+        model = PeftModel.from_pretrained(base.model, path, is_trainable=trainable)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except Exception as exc:  # peft and transformers raise many types for a broken adapter
+        raise ModelLoadError(f"{entry.key}: could not apply the adapter in {shown_path(path)}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    if not trainable:
+        model = model.merge_and_unload()
+        model.eval()
+    if not getattr(tokenizer, "chat_template", None):
+        tokenizer.chat_template = base.tokenizer.chat_template
+    if int8:
+        model = quantize_int8(model)
+    progress(1.0, f"{entry.key} ready ({base.params / 1e6:.1f} M parameters with its LoRA adapter merged)")
+    return LoadedModel(entry, path, model, tokenizer, int8, base.params)
 
 
 def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Progress) -> Availability | None:

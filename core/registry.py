@@ -28,7 +28,7 @@ OpenAI-compatible chat endpoint playing as a policy (location ``openai:BASE_URL#
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = ROOT / "checkpoints"
-SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup")
+SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup", "clarify-smollm2-grpo")
 """Shipped policy folders under ``checkpoints/``, best first."""
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -37,6 +37,7 @@ TRAIN_COMMANDS = {
     "clarify-warmup": "python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0",
     "clarify-grpo": "python -m train.clarify_grpo --config train/clarify_grpo_cpu.yaml, then copy "
                     "runs/clarify-grpo to checkpoints/clarify-grpo",
+    "clarify-smollm2-grpo": "bash train/clarify_smollm2.sh (a LoRA adapter over the packaged SmolLM2-135M-Instruct)",
 }
 """How each shipped policy is made (the training scripts' documented commands)."""
 SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
@@ -307,6 +308,8 @@ def check_folder(path: str | Path, kind: Kind = "policy") -> Availability:
         return Availability(False, None, f"no folder at {path}")
     if not path.is_dir():
         return Availability(False, None, f"{path} is a file, not a model folder")
+    if (path / ADAPTER_CONFIG).is_file():
+        return check_adapter(path)
     config_file = path / "config.json"
     if not config_file.is_file():
         return Availability(False, None, f"{path} has no config.json, so it is not a Hugging Face "
@@ -325,6 +328,45 @@ def check_folder(path: str | Path, kind: Kind = "policy") -> Availability:
     if kind == "policy" and not any((path / name).is_file() for name in TOKENIZER_FILES):
         return Availability(False, None, f"{path} holds no tokenizer files (tokenizer.json ...)")
     return Availability(True, path, f"ready to load from {shown_path(path)}")
+
+
+ADAPTER_CONFIG, ADAPTER_WEIGHTS = "adapter_config.json", "adapter_model.safetensors"
+"""A LoRA adapter folder (peft's layout): its base is a packaged location or a model folder."""
+
+
+def adapter_base(path: Path) -> str:
+    """The base an adapter folder names (``base_model_name_or_path``); ValueError when unreadable."""
+    try:
+        config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path / ADAPTER_CONFIG} is not valid JSON ({exc})") from None
+    base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{path / ADAPTER_CONFIG} names no base_model_name_or_path")
+    return base
+
+
+def base_location(base: str) -> Availability:
+    """Where an adapter's base is: a packaged ``distribution/file``, or a folder (relative to the checkout)."""
+    if any(base == f"{dist}/{file}" for _, dist, file, _, _ in PACKAGED_MODELS):
+        return check_package(base)
+    folder = Path(base) if Path(base).is_absolute() else ROOT / base
+    return check_folder(folder)
+
+
+def check_adapter(path: Path) -> Availability:
+    """Is ``path`` a LoRA adapter whose weights and base are here?"""
+    try:
+        base = adapter_base(path)
+    except ValueError as exc:
+        return Availability(False, None, str(exc))
+    if not (path / ADAPTER_WEIGHTS).is_file():
+        return Availability(False, None, f"{shown_path(path)} holds no {ADAPTER_WEIGHTS}")
+    found = base_location(base)
+    if not found.ok:
+        return Availability(False, None, f"the base of the adapter in {shown_path(path)} ({base}) is unavailable: "
+                            f"{found.message}")
+    return Availability(True, path, f"ready to load from {shown_path(path)} (LoRA adapter over {base})")
 
 
 def cached_snapshot(hub_id: str, cache_dir: str | Path | None = None) -> Path | None:

@@ -32,6 +32,7 @@ from core.clarify.environment import ClarifyEnv
 from core.records import Episode, Generation, Scenario
 from core.clarify.rubrics import score
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
+from train.clarify_sft import name_base
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -47,6 +48,10 @@ class ClarifyArgs:
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
     resume: bool = field(default=False, metadata={"help": "resume from the last checkpoint in output_dir"})
     max_minutes: float = field(default=0.0, metadata={"help": "stop cleanly after this wall time (0: no limit)"})
+    lora_rank: int = field(default=0, metadata={
+        "help": "train a LoRA adapter of this rank on every Linear layer (0: full fine-tune); a model that is "
+                "an adapter folder (a LoRA warmup) trains its own adapter"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scale numerator (scale = alpha / rank)"})
 
     def __post_init__(self):
         if self.rubric not in ("v1", "v2"):
@@ -169,9 +174,32 @@ def training_template(tokenizer) -> str | None:
         return template.replace(QWEN3_HISTORY_THINK, ALWAYS_THINK)
 
 
+def policy_model(args: ClarifyArgs):
+    """(model, tokenizer, peft config) for the trainer. A folder or hub id is loaded by
+    TRL from its name; a packaged or ``.gguf`` base loads through core with its tool template; a LoRA
+    adapter folder loads over its base with the adapter trainable."""
+    from core import loading, registry
+    from core.clarify.chat_policy import load_chat_policy
+
+    where = Path(args.model)
+    lora = None
+    if args.lora_rank:
+        from peft import LoraConfig
+
+        lora = LoraConfig(r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=0.0,
+                          target_modules="all-linear", task_type="CAUSAL_LM")
+    if (where / registry.ADAPTER_CONFIG).is_file():
+        loaded = loading.load_adapter(registry.local_entry(where), where, False, lambda *_: None, trainable=True)
+        return loaded.model, loaded.tokenizer, None
+    if where.suffix == ".gguf" or any(e.location == args.model for e in registry.packaged_entries()):
+        base = load_chat_policy(args.model)
+        return base.model, base.tokenizer, lora
+    return args.model, AutoTokenizer.from_pretrained(args.model, trust_remote_code=False), lora
+
+
 def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GRPOTrainer:
     """The GRPOTrainer wired to our scenarios, rollouts and reward adapters (tests add doubles)."""
-    tokenizer = AutoTokenizer.from_pretrained(args.model, trust_remote_code=False)
+    model, tokenizer, lora = policy_model(args)
     template = training_template(tokenizer)
     scenarios = training_scenarios(args.scenarios, args.scenario_seed)
     settings = Generation(temperature=config.temperature, top_p=config.top_p,
@@ -179,9 +207,19 @@ def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GR
     policy = ChatPolicy(None, tokenizer, name=f"grpo:{args.model}", generation=settings, chat_template=template)
     rewards = make_rewards(args.rubric, args.plan_bonus, args.no_plan_penalty) + list(extra_rewards)
     return GRPOTrainer(
-        model=args.model, reward_funcs=rewards, args=config, train_dataset=scenario_dataset(scenarios),
-        processing_class=tokenizer,
+        model=model, reward_funcs=rewards, args=config, train_dataset=scenario_dataset(scenarios),
+        processing_class=tokenizer, peft_config=lora,
         rollout_func=make_rollout(policy, {s.id: s for s in scenarios}, args.rubric, args.scenario_seed))
+
+
+def policy_base(args: ClarifyArgs) -> str | None:
+    """The base a trained adapter sits on (None for a full fine-tune), without loading anything."""
+    from core import registry
+
+    where = Path(args.model)
+    if (where / registry.ADAPTER_CONFIG).is_file():
+        return registry.adapter_base(where)
+    return args.model if args.lora_rank else None
 
 
 def main(args: ClarifyArgs, config: GRPOConfig) -> None:
@@ -194,6 +232,9 @@ def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     trainer.train(resume_from_checkpoint=args.resume or None)
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(out)
+    base = policy_base(args)
+    if base:  # a LoRA adapter: name its base as the registry finds it
+        name_base(out, base)
     info = {"args": asdict(args), "wall_time_s": round(time.time() - start, 1), "steps": trainer.state.global_step,
             "grpo_config": {k: v for k, v in config.to_dict().items() if isinstance(v, (int, float, str, bool))}}
     (out / "training_info.json").write_text(json.dumps(info, indent=1) + "\n")

