@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from core.registry import (ADAPTER_CONFIG, PACKAGED_MODELS, SHIPPED_DIR, Availability, ModelEntry, adapter_base,
-                           base_location, cached_snapshot, check, shown_path)
+from core.registry import (ADAPTER_CONFIG, PACKAGED_MODELS, SHIPPED_DIR, TOKENIZER_FILES, Availability, ModelEntry,
+                           adapter_base, base_location, cached_snapshot, check, shown_path)
 
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
@@ -76,6 +76,10 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
         model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **gguf)
     except Exception as exc:  # transformers raises many types for a broken folder
         raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+    if gguf:  # dequantised on load: the weights are dense fp32, so trainers may treat it as any model
+        model.hf_quantizer = None
+        if hasattr(model, "is_quantized"):
+            model.is_quantized = False
     template = gguf_template(path) if gguf else None
     if template is not None:
         tokenizer.chat_template = template.read_text(encoding="utf-8")
@@ -95,7 +99,8 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
 def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, trainable: bool = False) -> LoadedModel:
     """A LoRA adapter folder: its base loaded in fp32 and the adapter applied, merged into the base
     weights for play (a turn costs what the base's does) or kept apart and trainable (GRPO after
-    the warmup). The folder's tokenizer and chat template are the ones it was trained with."""
+    the warmup). The folder's chat template (and tokenizer, when it holds one; else the base's) are
+    the ones it was trained with."""
     from peft import PeftModel
     from transformers import AutoTokenizer
 
@@ -107,16 +112,20 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
         raise ModelLoadError(f"{entry.key}: the adapter's base is unavailable: {found.message}")
     base = load_folder(entry, found.path, False, progress)
     progress(0.7, f"applying the LoRA adapter in {shown_path(path)}")
+    own_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
     try:
         model = PeftModel.from_pretrained(base.model, path, is_trainable=trainable)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False) if own_tokenizer else base.tokenizer
     except Exception as exc:  # peft and transformers raise many types for a broken adapter
         raise ModelLoadError(f"{entry.key}: could not apply the adapter in {shown_path(path)}: "
                              f"{type(exc).__name__}: {exc}") from exc
     if not trainable:
         model = model.merge_and_unload()
         model.eval()
-    if not getattr(tokenizer, "chat_template", None):
+    template = path / "chat_template.jinja"
+    if template.is_file():  # the template it was trained with (a shipped adapter keeps only this)
+        tokenizer.chat_template = template.read_text(encoding="utf-8")
+    elif not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = base.tokenizer.chat_template
     if int8:
         model = quantize_int8(model)

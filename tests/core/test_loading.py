@@ -78,3 +78,14 @@ def test_a_packaged_base_resolves_through_package_metadata(monkeypatch):
     seen = []
     monkeypatch.setattr(registry, "check_package", lambda loc: seen.append(loc) or registry.Availability(False, None, "x"))
     assert not registry.base_location(location).ok and seen == [location]
+
+
+def test_an_adapter_without_tokenizer_files_uses_its_bases_and_keeps_its_template(adapter):
+    out, ids, expected = adapter
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (out / name).unlink()
+    (out / "chat_template.jinja").write_text("{{ 'mine' }}")
+    policy = load_chat_policy(out)
+    assert policy.tokenizer.chat_template == "{{ 'mine' }}"
+    with torch.no_grad():
+        assert torch.allclose(policy.model(input_ids=ids).logits, expected, atol=1e-5)
