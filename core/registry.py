@@ -351,6 +351,8 @@ def base_location(base: str) -> Availability:
     if any(base == f"{dist}/{file}" for _, dist, file, _, _ in PACKAGED_MODELS):
         return check_package(base)
     folder = Path(base) if Path(base).is_absolute() else ROOT / base
+    if (folder / ADAPTER_CONFIG).is_file():  # one level only: no chains, no adapter naming itself
+        return Availability(False, None, f"{shown_path(folder)} is itself an adapter; a base must be a model")
     return check_folder(folder)
 
 

@@ -63,6 +63,7 @@ def _rewrite(out, **changes):
     (lambda out: _rewrite(out, base_model_name_or_path=""), "names no base_model_name_or_path"),
     (lambda out: (out / "adapter_config.json").write_text("{oops"), "is not valid JSON"),
     (lambda out: (out / "adapter_model.safetensors").unlink(), "holds no adapter_model.safetensors"),
+    (lambda out: _rewrite(out, base_model_name_or_path=str(out)), "is itself an adapter"),  # no recursion
 ])
 def test_broken_adapters_say_what_is_wrong(adapter, breakage, fragment):
     out, _, _ = adapter
