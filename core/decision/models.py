@@ -47,7 +47,7 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     The full hash check happens when it loads.
     """
     if pipeline_ok and path.is_file() and path.suffix == ".gguf":
-        return Availability(True, path, f"GGUF chat model at {path}, through transformers' DecisionPipeline")
+        return Availability(True, path, f"GGUF chat model at {registry.shown_path(path)}, through transformers' DecisionPipeline")
     if not path.is_dir():
         return Availability(False, None, f"no folder at {path}")
     if (path / CARD_FILE).is_file():
@@ -55,10 +55,10 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     if (path / OPTION_CARD).is_file():
         return Availability(True, path, f"{OPTION_DESIGN} ready to load from {registry.shown_path(path)} (hashes checked on load)")
     if pipeline_ok and any(path.glob("*.gguf")):
-        return Availability(True, path, f"GGUF chat model in {path}, through transformers' DecisionPipeline")
+        return Availability(True, path, f"GGUF chat model in {registry.shown_path(path)}, through transformers' DecisionPipeline")
     chat = registry.check_folder(path) if pipeline_ok else None
     if chat is not None and chat.ok:
-        return Availability(True, path, f"chat model at {path}, through transformers' DecisionPipeline")
+        return Availability(True, path, f"chat model at {registry.shown_path(path)}, through transformers' DecisionPipeline")
     return Availability(False, None, f"{path} has no {CARD_FILE}, so it is not an rlcd-decision-only-v1 export"
                         + (f"; nor a chat model: {chat.message}" if chat is not None else ""))
 

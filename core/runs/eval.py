@@ -52,13 +52,12 @@ def play_episode(policy: Policy, scenario: Scenario, *, sample: int = 0, rubric:
     return env.episode(policy.name, sample=sample, generation=getattr(policy, "generation", None))
 
 
-def play_samples(policy: Policy, scenarios: Scenario | Sequence[Scenario], samples: int, *,
+def play_samples(policy: Policy, scenarios: Sequence[Scenario], samples: int, *,
                  rubric: RubricVersion = "v1", seed: int = 0) -> list[Episode]:
     """The ``samples`` episodes of each scenario played in lockstep by a batching policy (one
     generate call per step), from one random stream per group (its first scenario's sample 0)."""
-    group = [scenarios] if isinstance(scenarios, Scenario) else list(scenarios)
-    envs = [ClarifyEnv(scenario, rubric) for scenario in group for _ in range(samples)]
-    policy.play_batch(envs, episode_rng(seed, group[0], 0))
+    envs = [ClarifyEnv(scenario, rubric) for scenario in scenarios for _ in range(samples)]
+    policy.play_batch(envs, episode_rng(seed, scenarios[0], 0))
     return [env.episode(policy.name, sample=k % samples, generation=getattr(policy, "generation", None))
             for k, env in enumerate(envs)]
 
@@ -111,9 +110,9 @@ def _play_all(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, 
     workers = getattr(policy, "concurrency", 1)
     if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
         return _play_concurrently(policy, scenarios, samples, workers, bar, sessions, rubric=rubric, seed=seed)
-    episodes = []
-    for start in range(0, len(scenarios), batched or 1):
-        group = scenarios[start:start + (batched or 1)]
+    episodes, size = [], batched or 1
+    for start in range(0, len(scenarios), size):
+        group = scenarios[start:start + size]
         if batched:
             episodes += play_samples(policy, group, samples, rubric=rubric, seed=seed)
         else:
