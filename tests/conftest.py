@@ -1,5 +1,6 @@
-"""Shared fixtures: where the published reference facts live (skip cleanly when absent), and a
-headless Chromium for the browser tests."""
+"""Shared fixtures: where the published reference facts live (skip cleanly when absent), a
+headless Chromium for the browser tests, scripted chat endpoints, and the tiny tokenizer and
+checkpoint (built once per session) that the train/ tests and the adapter-loading tests share."""
 
 import os
 from pathlib import Path
@@ -46,3 +47,27 @@ def chat_server():
     yield make
     for s in made:
         s.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """Our byte-level BPE trained on a few demos (built locally, no downloads)."""
+    from tests.train.conftest import TINY
+    from train.clarify_tokenizer import corpus, train_tokenizer
+
+    return train_tokenizer(corpus(demos=30), TINY["vocab_size"])
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, tiny_tokenizer):
+    """A random tiny Qwen3 with our tokenizer, saved in Hugging Face layout."""
+    import torch
+
+    from tests.train.conftest import TINY
+    from train.clarify_sft import SFTConfig, build_model
+
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("tiny")
+    build_model(SFTConfig(**TINY), len(tiny_tokenizer)).save_pretrained(out)
+    tiny_tokenizer.save_pretrained(out)
+    return out

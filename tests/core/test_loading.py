@@ -10,11 +10,10 @@ from transformers import AutoModelForCausalLM
 from core import registry
 from core.clarify.chat_policy import load_chat_policy
 from core.loading import ModelLoadError, load_adapter
-from tests.train.conftest import TINY, tiny_checkpoint, tiny_tokenizer  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
-def adapter(tmp_path, tiny_checkpoint):  # noqa: F811
+def adapter(tmp_path, tiny_checkpoint):
     """A rank-2 adapter with non-zero B over the tiny checkpoint, saved as peft writes it."""
     torch.manual_seed(1)
     base = AutoModelForCausalLM.from_pretrained(tiny_checkpoint, dtype=torch.float32)
@@ -31,7 +30,7 @@ def adapter(tmp_path, tiny_checkpoint):  # noqa: F811
     return out, ids, expected
 
 
-def test_an_adapter_loads_over_its_base_merged(adapter, tiny_checkpoint):  # noqa: F811
+def test_an_adapter_loads_over_its_base_merged(adapter, tiny_checkpoint):
     out, ids, expected = adapter
     found = registry.check_folder(out)
     assert found.ok and "LoRA adapter over" in found.message
