@@ -1,7 +1,8 @@
 """The one loader of a causal LM: a model folder, a ``.gguf`` file or a LoRA adapter, fp32, never remote code.
 
-``load_causal_lm`` holds the one ``AutoModelForCausalLM.from_pretrained`` call in ``core``; around it
-``load_folder`` adds the chat template (our shipped tool template for a packaged GGUF file) and
+``causal_lm`` is the one place in ``core`` that reads causal-LM weights (remote code always off;
+our decision models' transformers class falls back to it too); ``load_causal_lm`` gives it fp32
+and a tokenizer, ``load_folder`` adds the chat template (our shipped tool template for a packaged GGUF file) and
 optional int8, ``load_adapter`` puts an adapter over its base (merged for play, apart and
 trainable for GRPO), ``load_location`` checks any location by the one rule
 (``core.models.availability``) and loads it (``python -m core.runs.eval``'s ``model:PATH``, GRPO),
@@ -75,17 +76,24 @@ def gguf_file(folder: Path) -> str | None:
     return found[0] if found else None
 
 
+def causal_lm(location: str | Path, *args: Any, **options: Any) -> Any:
+    """transformers' causal LM at ``location`` with the caller's options, never with remote code."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(location, *args, **{**options, "trust_remote_code": False})
+
+
 def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = quiet) -> tuple[Any, Any]:
     """(model, tokenizer) from ``folder`` (or its GGUF file ``gguf``, dequantised), fp32, eval mode,
     no remote code. Raises whatever transformers raises for a broken folder."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     options = {"gguf_file": gguf} if gguf else {}
     progress(0.1, f"loading tokenizer from {folder / gguf if gguf else folder}")
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **options)
     progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
-    model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **options)
+    model = causal_lm(folder, dtype=torch.float32, **options)
     if gguf:  # dequantised on load: the weights are dense fp32, so trainers may treat it as any model
         model.hf_quantizer = None
         if hasattr(model, "is_quantized"):
