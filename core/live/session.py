@@ -87,7 +87,7 @@ class LiveSession:
     session_id: str
     mode: Mode
     entry: ModelEntry | None
-    """The playing model's registry entry (None in agent mode)."""
+    """The playing model's entry in ``core.models`` (None in agent mode)."""
     model_label: str
     """Policy identity written into episode logs (``model:<location>`` or ``human``)."""
     settings: GenerationSettings

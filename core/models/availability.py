@@ -189,7 +189,8 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     """
     through = "through transformers' DecisionPipeline"
     if pipeline_ok and path.is_file() and path.suffix == GGUF_SUFFIX:
-        return Availability(True, path, f"GGUF chat model at {shown_path(path)}, {through}")
+        found = check_gguf(path)  # the policy rule's: a GGUF file needs the gguf reader
+        return Availability(True, path, f"GGUF chat model at {shown_path(path)}, {through}") if found.ok else found
     if not path.is_dir():
         return Availability(False, None, f"no folder at {path}")
     if (path / DECISION_CARD).is_file():

@@ -44,3 +44,17 @@ def test_live_play_and_eval_give_the_same_verdict(tiny, tmp_path, capsys, drop, 
     assert code == (0 if reason is None else 2), err
     if reason is not None:  # both name the same missing file
         assert reason in note and reason in err
+
+
+def test_a_gguf_file_is_accepted_by_the_same_rule_and_any_other_file_is_not(tmp_path):
+    import importlib.util
+
+    from core.models.availability import check_export, check_folder
+
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")  # only its name is read here; it loads (or fails) on use
+    (tmp_path / "notes.txt").write_text("x")
+    has_reader = importlib.util.find_spec("gguf") is not None
+    found = check_folder(tmp_path / "m.gguf")
+    assert found.ok is has_reader and (found.ok or "needs the gguf package" in found.message)
+    assert check_export(tmp_path / "m.gguf", pipeline_ok=True).ok is has_reader  # the Decisions tab: the same
+    assert "is a file, not a model folder" in check_folder(tmp_path / "notes.txt").message
