@@ -8,7 +8,7 @@ field's vocabulary), so the score is what the simulator would have earned with t
 information. *agent*: a person asks the simulated user and submits the plan.
 
 A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; models come from
-``core.loading.ModelCache``. Every core call here copies the session first and returns the copy.
+``core.models.cache.ModelCache``. Every core call here copies the session first and returns the copy.
 Finished episodes are saved as a run under ``<replays>/sessions/`` for the Replays tab.
 """
 
@@ -23,18 +23,19 @@ from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from core.clarify.environment import ClarifyEnv, parse_plan
-from core.runs.episode_log import write_episodes
 from core.clarify.families import FAMILIES
-from core.records import Episode, Generation, Scenario, ToolCall
-from core.loading import ModelCache, Progress
-from core.registry import ModelEntry
 from core.clarify.rubrics import values_equal_v2
 from core.clarify.scenarios import generate_scenario, load_scenarios
-from core.live.streaming import GenerationSettings, TurnClock, TurnTiming, stream_turn
-from core.runs.summary import summarize
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
-from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 from core.clarify.user_sim import match_field, normalise_question
+from core.live.streaming import GenerationSettings, TurnClock, TurnTiming, stream_turn
+from core.models.cache import ModelCache
+from core.models.entries import ModelEntry
+from core.models.loader import Progress
+from core.records import Episode, Generation, Scenario, ToolCall
+from core.runs.episode_log import write_episodes
+from core.runs.summary import summarize
+from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 
 Mode = Literal["watch", "user", "agent"]
 MODES: dict[str, str] = {"watch": "Watch", "user": "You are the user", "agent": "You are the agent"}
@@ -86,7 +87,7 @@ class LiveSession:
     session_id: str
     mode: Mode
     entry: ModelEntry | None
-    """The playing model's registry entry (None in agent mode)."""
+    """The playing model's entry in ``core.models`` (None in agent mode)."""
     model_label: str
     """Policy identity written into episode logs (``model:<location>`` or ``human``)."""
     settings: GenerationSettings

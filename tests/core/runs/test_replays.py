@@ -11,9 +11,9 @@ from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
 from core.runs.comparison import comparison_note, compare_tables, largest_gap
 from core.runs.episode_table import Filters
 from core.records import Episode
-from core.runs.replays import (SHIPPED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
-                          regenerate, discover_runs, find_episode, get_run, load_upload,
-                          resolve_run, runs_table, upload_name)
+from core.runs.replays import (REPLAYED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
+                               regenerate, discover_runs, find_episode, get_run, load_upload,
+                               resolve_run, runs_table, upload_name)
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -271,7 +271,7 @@ SHIPPED = Path(__file__).parents[3] / "replays"
 
 def test_shipped_runs_are_complete_and_strictly_valid():
     runs = {r.name: r for r in discover_runs(SHIPPED)}
-    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in SHIPPED_POLICIES}
+    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in REPLAYED_POLICIES}
     assert expected <= set(runs)  # plus the shipped model policies' runs (clarify-warmup, clarify-grpo)
     for name, info in runs.items():
         episodes = read_episodes(SHIPPED / name / "episodes.jsonl").episodes  # strict
@@ -283,7 +283,7 @@ def test_shipped_runs_are_complete_and_strictly_valid():
 
 def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
     monkeypatch.setattr("core.runs.replays.SHIPPED_SETS", SHIPPED_SETS[1:])
-    monkeypatch.setattr("core.runs.replays.SHIPPED_POLICIES", ("guess",))
+    monkeypatch.setattr("core.runs.replays.REPLAYED_POLICIES", ("guess",))
     monkeypatch.chdir(tmp_path)
     assert regenerate("replays") == ["clarifyrl-heldout50-v1/guess"]
     name = "clarifyrl-heldout50-v1/guess"
