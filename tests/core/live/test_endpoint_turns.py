@@ -3,7 +3,6 @@ answers, tool-call deltas, Stop, every kind of endpoint error), then `transforme
 our shipped policy (skipped when it or the checkpoint is not here)."""
 
 import threading
-import time
 
 import pytest
 
@@ -17,6 +16,7 @@ from core.registry import chat_endpoint_entry
 from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port
 from tests.core.clarify.test_endpoint_policy import served  # noqa: F401 (a fixture, used by name)
 from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas
+from tests.fixtures.waiting import wait_for_threads_to_end, wait_until
 
 SCENARIO = generate_scenario(0, "easy")
 FIELD = SCENARIO.required_keys[0]
@@ -82,9 +82,8 @@ def test_stop_ends_the_turn_and_closes_the_connection(chat_server):
             stop.set()
     last = states[-1]
     assert last.stopped and "stopped" in last.status and not last.env.turns and last.timings
-    deadline = time.monotonic() + 5
-    while (s.hangups == 0 or any(t.name == WORKER_NAME for t in threading.enumerate())) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: s.hangups, what="the server to see the connection closed", timeout_s=5)
+    wait_for_threads_to_end(WORKER_NAME, timeout_s=5)
     assert s.hangups == 1 and s.sent_events < 100, "the server kept streaming after Stop"
     assert not any(t.name == WORKER_NAME for t in threading.enumerate())
 

@@ -3,7 +3,6 @@
 import copy
 import json
 import threading
-import time
 from contextlib import contextmanager
 
 import pytest
@@ -19,6 +18,7 @@ from core.registry import local_entry
 from core.runs.episode_log import read_episodes
 from core.runs.replays import discover_runs
 from tests.fixtures.tiny_chat import build_tiny_chat
+from tests.fixtures.waiting import wait_for_threads_to_end
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +219,7 @@ def test_stop_really_stops_the_model(tiny):
         stop.set()
         last = list(turns)[-1]
         done_at = len(calls)
-        time.sleep(0.2)
+        wait_for_threads_to_end("live-generate")
         assert len(calls) == done_at < 2000  # nothing runs after the turn was stopped
         assert last.stopped and last.draft == "" and not last.env.turns  # unfinished turn dropped
         assert not any(t.name == "live-generate" for t in threading.enumerate())
@@ -228,12 +228,12 @@ def test_stop_really_stops_the_model(tiny):
 def test_closing_the_stream_stops_generation(tiny):
     with counting_forward_without_eos(tiny.model, tiny.tokenizer) as calls:
         session = start("watch", SCENARIO, entry=local_entry("x"),
-                             settings=GenerationSettings(temperature=1.0, max_new_tokens=2000))
+                        settings=GenerationSettings(temperature=1.0, max_new_tokens=2000))
         turns = model_turns(session, tiny.model, tiny.tokenizer, threading.Event(), min_interval=0)
         next(turns)
         turns.close()  # what Gradio does when Stop cancels the event
         done_at = len(calls)
-        time.sleep(0.2)
+        wait_for_threads_to_end("live-generate")
         assert len(calls) == done_at < 2000
         assert not any(t.name == "live-generate" for t in threading.enumerate())
 
