@@ -1,8 +1,9 @@
 """Package faces stay true: every package under core/ and demo/ names each of its direct modules.
 
 The rule: each direct submodule (``name.py``) and subpackage (``name/`` with an ``__init__.py``)
-of a package is named in the package's ``__all__``, or in its docstring as ``name`` in double
-backquotes (the way the faces already read). A folder without ``__init__.py`` (data) is no module.
+of a package is named in the package's ``__all__``, or in its docstring in double backquotes, as
+``name`` (a subpackage also as ``name/``), the way the faces already read. A folder without
+``__init__.py`` (data) is no module.
 The packages are found by walking the tree, so a package added or moved is covered without an edit.
 """
 
@@ -39,7 +40,9 @@ def face(package: Path) -> tuple[str, set[str]]:
 def unnamed(package: Path) -> list[str]:
     """The members a package's face does not name."""
     doc, names = face(package)
-    return [m for m in members(package) if m not in names and f"``{m}``" not in doc]
+    subpackages = {m for m in members(package) if (package / m / "__init__.py").is_file()}
+    return [m for m in members(package) if m not in names and f"``{m}``" not in doc
+            and not (m in subpackages and f"``{m}/``" in doc)]
 
 
 def test_the_walk_finds_the_packages():
@@ -50,10 +53,11 @@ def test_the_walk_finds_the_packages():
 
 def test_unnamed_catches_a_missing_name(tmp_path):
     (tmp_path / "sub").mkdir()
-    (tmp_path / "__init__.py").write_text('"""Uses ``one``; ``sub`` is quoted, two is not."""\n__all__ = ["three"]\n')
-    for name in ("one.py", "two.py", "three.py", "sub/__init__.py"):
+    (tmp_path / "__init__.py").write_text('"""Uses ``one``, ``sub/`` and ``five/``; two is not quoted."""\n'
+                                          '__all__ = ["three"]\n')
+    for name in ("one.py", "two.py", "three.py", "five.py", "sub/__init__.py"):
         (tmp_path / name).write_text("")
-    assert unnamed(tmp_path) == ["two"]
+    assert unnamed(tmp_path) == ["five", "two"]  # ``five/`` names a folder, and five is a module
 
 
 @pytest.mark.parametrize("package", packages(), ids=lambda p: p.relative_to(ROOT).as_posix())
