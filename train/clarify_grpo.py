@@ -29,14 +29,13 @@ from trl.chat_template_utils import get_training_chat_template, is_chat_template
 
 from core.clarify.chat_policy import ChatPolicy
 from core.clarify.environment import ClarifyEnv
+from core.clarify.families import DIFFICULTIES
 from core.clarify.rubrics import score
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 from core.models.availability import adapter_base, is_adapter, loads_through_core
 from core.models.loader import load_location
 from core.records import Episode, Generation, Scenario
 from train.clarify_sft import lora_config, name_base
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 
 @dataclass
