@@ -29,7 +29,7 @@ from core.clarify.scenarios import generate_scenario, load_scenarios
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
 from core.clarify.user_sim import match_field, normalise_question
 from core.live.streaming import GenerationSettings, TurnTiming
-from core.models.entries import ModelEntry
+from core.models.entries import ModelEntry, public_deployment, shown_path
 from core.records import Episode, Generation, Scenario, ToolCall
 from core.runs.episode_log import write_episodes
 from core.runs.summary import summarize
@@ -174,8 +174,13 @@ def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry 
 
 
 def _label(entry: ModelEntry | None) -> str:
-    """The policy name in episode logs: an endpoint's spec as evaluation writes it, else ``model:<location>``."""
-    return "human" if entry is None else entry.location if entry.source == "endpoint" else f"model:{entry.location}"
+    """The policy name in episode logs: an endpoint's spec as evaluation writes it, else ``model:<location>``
+    (on a public deployment the location as ``shown_path`` shows it: no server layout in a visitor's run)."""
+    if entry is None:
+        return "human"
+    if entry.source == "endpoint":
+        return entry.location
+    return f"model:{shown_path(entry.location) if public_deployment() else entry.location}"
 
 
 # ---- a finished model turn -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from core.models import entries
 from core.models.entries import (ADAPTER_CONFIG, ADAPTER_WEIGHTS, DECISION_CARD, GGUF_SUFFIX, LETTER_DESIGN,
                                  OPTION_CARD, OPTION_DESIGN, PACKAGE_INSTALL, ROOT, SHIPPED_OPTION_SCORERS,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
-                                 parse_spec, shown_path)
+                                 parse_spec, public_deployment, shown_path)
 
 REMOTE_CODE = "needs custom modeling code (trust_remote_code); the app does not run remote code"
 
@@ -27,30 +27,31 @@ def check_folder(path: str | Path, kind: Kind = "policy") -> Availability:
     """Is ``path`` a loadable Hugging Face model folder, a ``.gguf`` file or a LoRA adapter? Local files only."""
     path = Path(path).expanduser()
     if not path.exists():
-        return Availability(False, None, f"no folder at {path} (it does not exist)")
+        return Availability(False, None, f"no folder at {shown_path(path)} (it does not exist)")
     if path.is_file() and path.suffix == GGUF_SUFFIX:
         return check_gguf(path)
     if not path.is_dir():
-        return Availability(False, None, f"{path} is a file, not a model folder")
+        return Availability(False, None, f"{shown_path(path)} is a file, not a model folder")
     if (path / ADAPTER_CONFIG).is_file():
         return check_adapter(path)
     config_file = path / "config.json"
     if not config_file.is_file():
-        return Availability(False, None, f"{path} has no config.json, so it is not a Hugging Face model folder "
-                            "(missing config.json; expected config.json, weights and tokenizer files)")
+        return Availability(False, None, f"{shown_path(path)} has no config.json, so it is not a Hugging Face "
+                            "model folder (missing config.json; expected config.json, weights and tokenizer files)")
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return Availability(False, None, f"could not load {config_file}: it is not valid JSON ({exc})")
+        return Availability(False, None, f"could not load {shown_path(config_file)}: it is not valid JSON ({exc})")
     if not isinstance(config, dict) or "model_type" not in config:
-        return Availability(False, None, f"{config_file} names no model_type")
+        return Availability(False, None, f"{shown_path(config_file)} names no model_type")
     if "auto_map" in config:
-        return Availability(False, None, f"{path} needs custom modeling code (auto_map in "
+        return Availability(False, None, f"{shown_path(path)} needs custom modeling code (auto_map in "
                             "config.json); the app keeps trust_remote_code off")
     if not any((path / name).is_file() for name in WEIGHT_FILES):
-        return Availability(False, None, f"{path} holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
+        return Availability(False, None, f"{shown_path(path)} holds no weights ({' or '.join(WEIGHT_FILES[::2])})")
     if kind == "policy" and not any((path / name).is_file() for name in TOKENIZER_FILES):
-        return Availability(False, None, f"{path} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)})")
+        return Availability(False, None,
+                            f"{shown_path(path)} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)})")
     return Availability(True, path, f"ready to load from {shown_path(path)}")
 
 
@@ -66,10 +67,10 @@ def adapter_base(path: Path) -> str:
     try:
         config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path / ADAPTER_CONFIG} is not valid JSON ({exc})") from None
+        raise ValueError(f"{shown_path(path / ADAPTER_CONFIG)} is not valid JSON ({exc})") from None
     base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
     if not isinstance(base, str) or not base:
-        raise ValueError(f"{path / ADAPTER_CONFIG} names no base_model_name_or_path")
+        raise ValueError(f"{shown_path(path / ADAPTER_CONFIG)} names no base_model_name_or_path")
     return base
 
 
@@ -127,7 +128,7 @@ def how_to_get(hub_id: str, cache_dir: str | Path | None = None) -> str:
     """The instructions an unavailable hub entry shows."""
     from huggingface_hub import constants
 
-    cache = cache_dir or constants.HF_HUB_CACHE
+    cache = "the Space's" if public_deployment() else (cache_dir or constants.HF_HUB_CACHE)  # no server layout
     return (f"{hub_id} is not in the Hugging Face cache ({cache}). To make it available: on a "
             f"machine with network run `hf download {hub_id}` (it fills that cache), or download "
             "it into a folder and type the folder path here or start the app with --models-dir "
@@ -192,7 +193,7 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         found = check_gguf(path)  # the policy rule's: a GGUF file needs the gguf reader
         return Availability(True, path, f"GGUF chat model at {shown_path(path)}, {through}") if found.ok else found
     if not path.is_dir():
-        return Availability(False, None, f"no folder at {path}")
+        return Availability(False, None, f"no folder at {shown_path(path)}")
     if (path / DECISION_CARD).is_file():
         return Availability(True, path, f"ready to load from {shown_path(path)}")
     if (path / OPTION_CARD).is_file():
@@ -202,7 +203,7 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     chat = check_folder(path) if pipeline_ok else None
     if chat is not None and chat.ok:
         return Availability(True, path, f"chat model at {shown_path(path)}, {through}")
-    return Availability(False, None, f"{path} has no {DECISION_CARD}, so it is not an rlcd-decision-only-v1 export"
+    return Availability(False, None, f"{shown_path(path)} has no {DECISION_CARD}, so it is not an rlcd-decision-only-v1 export"
                         + (f"; nor a chat model: {chat.message}" if chat is not None else ""))
 
 

@@ -19,24 +19,30 @@ from core.models.entries import (ALLOW_URLS_ENV, CHAT_URL_ENV, DECISION_CARD, OP
                                  published_entries, shipped_entries)
 
 
-def confined_entry(path: str, models_dir: str | Path | None, kind: Kind = "policy") -> ModelEntry:
-    """A typed folder on a public deployment: only a folder inside ``models_dir`` is accepted.
+CONFINED = ("on this public Space only folders inside the models folder can be played: type a folder name "
+            "from it, or pick a model from the list (other server paths are not looked at)")
+"""The one refusal of a typed key or folder on a public deployment, whatever exists on disk."""
 
-    Checked on the path's text before anything on disk is looked at, so the answer never tells a
-    visitor whether some other server path exists.
+
+def confined_entry(path: str, models_dir: str | Path | None, kind: Kind = "policy") -> ModelEntry:
+    """A typed folder on a public deployment: only an existing folder inside ``models_dir``, by a relative name.
+
+    An absolute or ``~`` path, one that leaves the models folder and one that is not a folder in it all
+    get the same refusal (``CONFINED``), so the answer never tells a visitor whether some server path exists.
 
     Raises:
-        ValueError: no models folder is configured, or the path leaves it.
+        ValueError: no models folder is configured, or the path is not a folder inside it.
     """
     if not models_dir:
         raise ValueError("on this public Space the local-folder box is off (the app has no models folder); "
                          "pick a model from the list")
     root = Path(models_dir).resolve()
+    if Path(path).is_absolute() or path.startswith("~"):
+        raise ValueError(CONFINED)
     target = (root / path).resolve()
-    if not target.is_relative_to(root) or target == root:
-        raise ValueError("on this public Space only folders inside the models folder can be played: type "
-                         "a folder name from it (other server paths are not looked at)")
-    return local_entry(target, kind)
+    if not target.is_relative_to(root) or target == root or not target.is_dir():
+        raise ValueError(CONFINED)
+    return local_entry(target, kind, key=path)
 
 
 def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str] = frozenset()) -> list[ModelEntry]:
@@ -156,7 +162,8 @@ def find_entry(key: str, listed: list[ModelEntry]) -> ModelEntry:
 def policy_entry(models_dir: str | None, key: str | None, path: str | None, public: bool | None = None) -> ModelEntry:
     """Live play's pick: a chat endpoint typed into either box, else the typed folder, else the picked key.
 
-    ``public`` (default: ``public_deployment()``) confines a typed folder to ``models_dir``.
+    ``public`` (default: ``public_deployment()``) confines a typed folder, or a key typed into the
+    picker that is not listed, to ``models_dir`` (``confined_entry``).
 
     Raises:
         ValueError: a refused or malformed endpoint, a typed folder a public deployment refuses, or nothing picked.
@@ -165,12 +172,15 @@ def policy_entry(models_dir: str | None, key: str | None, path: str | None, publ
     typed = (path or "").strip() or (key or "").strip()
     if typed.startswith("openai:"):
         return chat_endpoint_entry(typed)
+    public = public_deployment() if public is None else public
     if path and path.strip():
-        public = public_deployment() if public is None else public
         return confined_entry(path.strip(), models_dir) if public else local_entry(path.strip())
     if not key:
         raise ValueError("pick a model, or type the path of a local model folder")
-    return find_entry(key, all_entries(models_dir))
+    listed = all_entries(models_dir)
+    if public and not any(e.key == key for e in listed):  # a typed key: the folder box's confinement
+        return confined_entry(key.strip(), models_dir)
+    return find_entry(key, listed)
 
 
 def decision_entries(models_dir: str | Path | None = None, shipped_dir: Path | None = None) -> list[ModelEntry]:

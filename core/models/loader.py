@@ -90,7 +90,7 @@ def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = q
     from transformers import AutoTokenizer
 
     options = {"gguf_file": gguf} if gguf else {}
-    progress(0.1, f"loading tokenizer from {folder / gguf if gguf else folder}")
+    progress(0.1, f"loading tokenizer from {shown_path(folder / gguf if gguf else folder)}")
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **options)
     progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
     model = causal_lm(folder, dtype=torch.float32, **options)
@@ -110,12 +110,12 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
     try:
         model, tokenizer = load_causal_lm(folder, gguf, progress)
     except Exception as exc:  # transformers raises many types for a broken folder
-        raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(f"{entry.key}: could not load {shown_path(path)}: {type(exc).__name__}: {exc}") from exc
     template = gguf_template(path) if gguf else None
     if template is not None:
         tokenizer.chat_template = template.read_text(encoding="utf-8")
     if not getattr(tokenizer, "chat_template", None):
-        raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
+        raise ModelLoadError(f"{entry.key}: the tokenizer in {shown_path(path)} has no chat template")
     params = sum(p.numel() for p in model.parameters())
     if int8:
         progress(0.8, "quantising Linear layers to int8")

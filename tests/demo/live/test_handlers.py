@@ -131,6 +131,49 @@ def test_public_space_folder_box_plays_a_folder_of_the_models_folder(models_dir,
     assert "box is off" in h.describe_model(None, None, inside)  # no models folder: the box is off
 
 
+ROOTED = re.compile(r"(?:^|[\s(`'\"=:])(?:/|~)[A-Za-z0-9._-]")
+"""A rooted server path inside a message (``/etc``, ``~/x``); a relative ``checkpoints/x`` is not one."""
+
+
+def typed_keys(models_dir, tmp_path):
+    """Keys a visitor types into the picker: missing, a system folder, a file, absolute model folders."""
+    build_tiny_chat(tmp_path / "outside")
+    return ["/no/such/model", "/etc", "/proc/self/environ", str(Path(models_dir) / "tiny" / "config.json"),
+            str(tmp_path / "outside"), str(Path(models_dir) / "tiny"), "~", "../outside"]
+
+
+def test_public_space_typed_keys_get_one_refusal_and_nothing_loads(models_dir, tmp_path, monkeypatch):
+    """Typed into the Model picker on a Space, every key outside the list gets the folder box's one
+    refusal, naming no path, whatever exists on disk; Start refuses it too, so nothing typed loads."""
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.setattr(h, "PUBLIC", True)
+    keys = typed_keys(models_dir, tmp_path)
+    notes = {h.describe_model(str(models_dir), key, "") for key in keys}
+    assert len(notes) == 1 and "only folders inside the models folder" in notes.pop()
+    for key in keys:
+        out = start(tmp_path, models_dir, key=key)
+        assert out["session"] is None and "only folders inside the models folder" in out["status"]
+        assert not ROOTED.search(out["status"])
+    assert h.describe_model(str(models_dir), "tiny", "").startswith("✓ available")  # the listed folder plays
+
+
+def test_public_space_messages_name_no_rooted_path(models_dir, tmp_path, monkeypatch):
+    """With SPACE_ID set, every availability message of the one list (both kinds), every typed-key note
+    and a played session's policy name show bare or checkout-relative names only."""
+    from core.models import availability, lists
+
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.setattr(h, "PUBLIC", True)
+    messages = [label for label, _ in h.model_choices(str(models_dir))]
+    for entry in lists.all_entries(str(models_dir)):
+        messages.append(h.describe_model(str(models_dir), entry.key, "") if entry.kind == "policy"
+                        else availability.check_decision(entry).message)
+    messages += [h.describe_model(str(models_dir), None, key) for key in typed_keys(models_dir, tmp_path)]
+    out = start(tmp_path, models_dir)
+    messages.append(out["session"].model_label)
+    assert [m for m in messages if ROOTED.search(m)] == []
+
+
 def test_a_typed_chat_endpoint_plays_a_watch_episode_and_the_operators_is_listed(models_dir, tmp_path, monkeypatch):
     from tests.fixtures.chat_stream_server import ChatStreamServer, sse, tagged, text_deltas
 
