@@ -13,7 +13,6 @@ keys/values of the conversation so far and prefills only the new tokens (``core.
 
 import logging
 import random
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,14 +22,12 @@ import torch
 from core.clarify.agent import TOOL_SCHEMAS, episode_messages
 from core.clarify.environment import ClarifyEnv
 from core.clarify.kv_cache import KVStore
+from core.clarify.model_slots import slot_for
 from core.clarify.toolcalls import parse_tool_call
 from core.records import Generation, Turn
 
 DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 """The published evaluation's temperature and the model cards' token limit."""
-_SAMPLING = threading.Lock()
-"""generate() draws from torch's process-wide generator: seeding and drawing happen under this lock
-so two live sessions sampling at once cannot disturb each other's seeded draws."""
 log = logging.getLogger(__name__)
 
 
@@ -51,6 +48,29 @@ class Dialog:
     @property
     def ids(self) -> list[int]:
         return self.prompt_ids + self.completion_ids
+
+
+class SeededDraw:
+    """generate()'s sampling step with a generator of its own (a ``logits_processor`` over greedy search).
+
+    HF's sampling draws from torch's process-wide generator, so two sessions sampling at once would
+    disturb each other's seeded draws. This applies the same warpers in the same order (temperature,
+    then top-p), draws the token from its own generator seeded with ``seed`` and leaves greedy search
+    only that token: the draws are those of ``torch.manual_seed(seed)`` then HF sampling.
+    """
+
+    def __init__(self, temperature: float, top_p: float | None, seed: int):
+        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+        self.warpers = [TemperatureLogitsWarper(temperature)] + (
+            [TopPLogitsWarper(top_p)] if top_p is not None and top_p < 1.0 else [])
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        for warp in self.warpers:
+            scores = warp(input_ids, scores)
+        token = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1, generator=self.generator)
+        return torch.full_like(scores, float("-inf")).scatter_(1, token, 0.0)
 
 
 class ChatPolicy:
@@ -102,12 +122,11 @@ class ChatPolicy:
         greedy = not g.temperature
         self.reused_tokens = 0
         cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
-        with _SAMPLING:
-            torch.manual_seed(seed)
+        with slot_for(self.model).generating:  # one generate per model; other models run at once
             out = self.model.generate(
-                input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120,
-                do_sample=not greedy, temperature=None if greedy else g.temperature,
-                top_p=None if greedy else g.top_p, top_k=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
+                input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120, do_sample=False,
+                logits_processor=None if greedy else [SeededDraw(g.temperature, g.top_p, seed)], top_k=None,
+                temperature=None, top_p=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
                 streamer=streamer, **({"cache": cache} if cache is not None else {}))
         if cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
             self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache)

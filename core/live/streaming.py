@@ -2,7 +2,8 @@
 
 The turn is sampled by ``ChatPolicy.sample`` (the same prompt, sampling and end-of-message rule
 as evaluation and training) in a worker thread, with a streamer that queues each new token for
-the caller. The streamer checks the stop flags before accepting a token and raises ``Stopped``
+the caller. A turn whose model is generating another visitor's turn waits in that model's bounded
+queue (``core.clarify.model_slots``), reported as waiting; its clock starts when the model does. The streamer checks the stop flags before accepting a token and raises ``Stopped``
 inside ``generate`` when one is set, so Stop (or the caller going away) ends the forward passes
 within one token rather than just hiding their output.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from core.clarify.environment import ClarifyEnv
+from core.clarify.model_slots import ModelSlot, slot_for
 from core.records import Generation
 
 if TYPE_CHECKING:  # importing the policy pulls in torch: only when a model actually plays
@@ -53,7 +55,8 @@ class TurnTiming:
     turn: int
     """1-based turn of the episode."""
     first_token_s: float
-    """Seconds from the turn's start (rendering and prefill included) to its first new token."""
+    """Seconds from the model's start on the turn (rendering and prefill included, a wait for another
+    visitor's turn on the same model not) to its first new token."""
     seconds: float
     """Seconds for the whole turn."""
     tokens: int
@@ -62,6 +65,8 @@ class TurnTiming:
     streamed: bool = True
     """False when the text came in one piece (an endpoint that does not stream, or sends a tool call
     only once it parses): there is no decoding speed to read then."""
+    waited_s: float = 0.0
+    """Seconds the turn waited for another visitor's turn on the same model (not in the other figures)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -73,23 +78,29 @@ class TurnTiming:
         if not self.streamed:
             return f"turn {self.turn}: whole answer after {self.seconds:.2f} s, in one piece ({self.tokens} tokens)"
         reused = f" · {self.reused_tokens} prompt tokens from the KV cache" if self.reused_tokens else ""
+        waited = f" · waited {self.waited_s:.2f} s for another visitor's turn" if self.waited_s >= 0.01 else ""
         return (f"turn {self.turn}: first token {self.first_token_s:.2f} s · {self.tokens_per_s:.1f} tokens/s "
-                f"({self.tokens} tokens in {self.seconds:.2f} s){reused}")
+                f"({self.tokens} tokens in {self.seconds:.2f} s){reused}{waited}")
 
 
 @dataclass
 class TurnClock:
-    """Filled in by ``stream_turn``: when the turn started, its first token came, and it ended."""
+    """Filled in by ``stream_turn``: when the turn was asked for, the model started on it, its first
+    token came, and it ended; ``waiting`` while another visitor's turn holds the model."""
 
+    asked: float = 0.0
     start: float = 0.0
     first: float | None = None
     end: float = 0.0
     tokens: int = 0
     streamed: bool = True
+    waiting: bool = False
 
     def timing(self, turn: int, reused_tokens: int = 0) -> TurnTiming:
-        first = (self.first if self.first is not None else self.end) - self.start
-        return TurnTiming(turn, first, self.end - self.start, self.tokens, reused_tokens, self.streamed)
+        start = self.start or self.asked
+        first = (self.first if self.first is not None else self.end) - start
+        return TurnTiming(turn, first, self.end - start, self.tokens, reused_tokens, self.streamed,
+                          max(0.0, start - self.asked) if self.asked else 0.0)
 
 
 class Stopped(Exception):
@@ -139,19 +150,27 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
     given, receives the turn's start, first-token and end times.
     """
     clock = clock if clock is not None else TurnClock()
-    clock.start = time.monotonic()
+    clock.asked = clock.start = time.monotonic()
     closed = threading.Event()
-    streamer, failure = TokenQueue(stop, closed), []
+    streamer, failure, started = TokenQueue(stop, closed), [], threading.Event()
     dialog = policy.start(env)
+    slot = slot_for(policy.model)
+    slot.admit()  # ModelBusy when the model's queue is full: nothing starts
 
     def work():
         try:
-            policy.sample([dialog], sample_seed, streamer=streamer)
+            if _take(slot, streamer.flags, clock):
+                started.set()
+                try:
+                    policy.sample([dialog], sample_seed, streamer=streamer)
+                finally:
+                    slot.generating.release()  # taken by _take
         except Stopped:
             pass
         except BaseException as exc:  # handed to the consumer, which re-raises it
             failure.append(exc)
         finally:
+            started.set()
             streamer.end()
 
     worker = threading.Thread(target=work, name="live-generate", daemon=True)
@@ -159,6 +178,10 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
     ids: list[int] = []
     last = float("-inf")
     try:
+        while not started.wait(WAIT_POLL_S):  # another visitor's turn holds the model: say so
+            clock.waiting = True
+            yield "", []
+        clock.waiting = False
         while (chunk := streamer.queue.get()) is not None:
             done = _drain(streamer.queue, ids, chunk)
             if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
@@ -178,6 +201,25 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
         clock.first, clock.end, clock.tokens = streamer.first_at, time.monotonic(), len(ids)
     if failure:
         raise RuntimeError(f"generation failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
+
+
+WAIT_POLL_S = 0.5
+"""How often a turn waiting for its model reports that it is still waiting."""
+
+
+def _take(slot: ModelSlot, flags: tuple[threading.Event, ...], clock: TurnClock) -> bool:
+    """Take the model's generation lock for this turn (leaving its queue), unless the turn is stopped
+    first; the clock starts when the model does. True when taken (the caller releases it)."""
+    try:
+        if slot.generating.acquire(blocking=False):
+            return True  # no wait: the turn's clock keeps its start (rendering included)
+        while not slot.generating.acquire(timeout=0.05):
+            if any(flag.is_set() for flag in flags):
+                return False
+        clock.start = time.monotonic()
+        return True
+    finally:
+        slot.leave()
 
 
 def _drain(tokens: queue.SimpleQueue, ids: list[int], chunk: list[int]) -> bool:

@@ -16,6 +16,9 @@ from core.live.streaming import TurnClock, stream_turn
 from core.models.cache import ModelCache
 from core.models.loader import Progress
 
+WAITING = ("waiting for another visitor: their turn on this model is generating, and yours starts when "
+           "it ends (your timings start then too)")
+
 
 def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threading.Event,
                 min_interval: float = 0.05) -> Iterator[LiveSession]:
@@ -37,11 +40,12 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
     while not session.done and session.pending is None:
         seed = session.settings.seed * 1000 + len(session.env.turns)
         ids: list[int] = []
-        session.status = f"generating turn {len(session.env.turns) + 1}"
+        generating = f"generating turn {len(session.env.turns) + 1}"
         clock = TurnClock()
         with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock)) as stream:
             for session.draft, ids in stream:
                 session.draft_tokens = len(ids)
+                session.status = WAITING if clock.waiting else generating
                 yield session
         session.timings.append(clock.timing(len(session.env.turns) + 1, policy.reused_tokens))
         finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
