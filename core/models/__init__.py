@@ -3,8 +3,9 @@
 Modules: ``entries`` (``ModelEntry``, ``Availability``, the shipped, packaged and published models
 as data, ``parse_spec``), ``availability`` (the one acceptance rule for a folder, every ``check_*``),
 ``lists`` (the one list both tabs show, typed keys), ``loader`` (the one loader of a causal LM folder,
-GGUF file or LoRA adapter) and ``cache`` (the one load-once cache, ``pick``). Importing the package
+GGUF file or LoRA adapter), ``cache`` (the one load-once cache, ``pick``) and ``memory`` (the
+process's LRU bound on loaded models' bytes). Importing the package
 imports no torch: only loading does.
 """
 
-__all__ = ["availability", "cache", "entries", "lists", "loader"]
+__all__ = ["availability", "cache", "entries", "lists", "loader", "memory"]

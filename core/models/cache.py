@@ -4,9 +4,9 @@ read-only by every session, each under its own lock so two sessions never load t
 ``get`` returns a policy (``LoadedModel``), downloading a hub entry only on this explicit load and
 only when the hub is allowed; ``decider`` a decision model, built by the ``open_decider`` the cache
 is given (``core.decision`` knows which class answers for which folder; this wing knows only files);
-``pick`` loads the models a picker names. Memory is not bounded yet: ``_keep`` is the one place a
-model enters the one dict ``_models``, so an LRU bound on bytes is a small later change there (count
-each model's parameter bytes, drop the least recently used keys until under the bound).
+``pick`` loads the models a picker names. Memory is bounded: ``_keep``, the one place a model enters
+``_models``, records its bytes in the process's ``core.models.memory.LOADED``, which drops the least
+recently used models (of any cache) past ``CLARIFYLAB_MODEL_MEMORY_MB``; a hit makes a model recent.
 """
 
 import threading
@@ -18,6 +18,7 @@ from core.models.availability import check, check_decision
 from core.models.entries import ModelEntry
 from core.models.lists import find_decision
 from core.models.loader import LoadedModel, ModelLoadError, Progress, fetch_from_hub, load_folder, quiet
+from core.models.memory import LOADED, LoadedSet, model_bytes
 
 OpenDecider = Callable[[ModelEntry, Path | None], Any]
 """Builds the decision model for a checked entry and its folder (None for an endpoint)."""
@@ -30,6 +31,8 @@ class ModelCache:
     cache_dir: str | Path | None = None
     open_decider: OpenDecider | None = None
     """How a decision model is built (``core.decision.models.open_decider``); None: policies only."""
+    loaded_set: LoadedSet = field(default_factory=lambda: LOADED)
+    """Where loaded models are counted against the memory bound (the process's one set by default)."""
     _models: dict[tuple, Any] = field(default_factory=dict)
     _locks: dict[tuple, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
@@ -68,14 +71,17 @@ class ModelCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key in self._models:
+                self.loaded_set.touch(id(self), key)
                 hit()
             else:
                 self._keep(key, make())
             return self._models[key]
 
     def _keep(self, key: tuple, model: Any) -> None:
-        """The one place a loaded model enters the cache (where an LRU bound on bytes would evict)."""
+        """The one place a loaded model enters the cache; least recently used ones past the bound leave."""
         self._models[key] = model
+        label = model.entry.key if isinstance(model, LoadedModel) else str(key[1])
+        self.loaded_set.add(id(self), key, model_bytes(model), lambda old: self._models.pop(old, None), label)
 
 
 def pick(cache: ModelCache, models_dir: str | Path | None, keys: dict[str, str | None]) -> tuple[dict, dict[str, str]]:
