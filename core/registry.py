@@ -48,7 +48,7 @@ DECISION_CARD = "decision.json"
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 OPTION_CARD = "option_model.json"
-"""The card of a clarifylab-option-scorer-v1 folder (``core.decision.option_model.CARD_FILE``)."""
+"""The card of a clarifylab-option-scorer-v1 folder (``core.decision.option.model.CARD_FILE``)."""
 OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
 """The two designs of our decision models, as pickers name them."""
 PACKAGED_MODELS = (

@@ -10,7 +10,7 @@ through transformers' ``DecisionPipeline``; a URL becomes a ``SystemOneEndpoint`
 under its own lock, shared read-only by every session. Availability reads local files and the
 Hugging Face cache only. ``SYSTEMONE_API_KEY`` is sent only to ``SYSTEMONE_URL``, never to a typed URL.
 An option-scorer folder (``option_model.json``) loads through ``option_model``'s strict loader (hashes
-checked, a plain qwen3 body, never remote code) and is asked as an ``OptionDecider``.
+checked, a plain qwen3 body, never remote code) and is asked as ``core.decision.option.decider.OptionDecider``.
 """
 
 import os
@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
-from core.decision import system_one
-from core.decision.questions import entropy_confidence
 from core.registry import DECISION_CARD as CARD_FILE
 from core.registry import LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, Availability, ModelEntry
 
@@ -127,7 +125,8 @@ def load(entry: ModelEntry, path: Path | None):
         own = entry.location == os.environ.get(registry.URL_ENV, "").strip() and os.environ.get(registry.KEY_ENV)
         return SystemOneEndpoint(entry.location, api_key_env=registry.KEY_ENV if own else None)
     if path.is_dir() and (path / OPTION_CARD).is_file():
-        from core.decision.option_scorer import OptionScorer  # torch loads with the first model, not the app
+        from core.decision.option.decider import OptionDecider  # torch loads with the first model, not the app
+        from core.decision.option.scorer import OptionScorer
 
         return OptionDecider(OptionScorer.load(path))
     if path.is_dir() and (path / CARD_FILE).is_file():
@@ -166,44 +165,3 @@ def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str
         except ValueError as err:  # DecisionExportError is a ValueError too
             errors[name] = str(err)
     return deciders, errors
-
-
-class OptionDecider:
-    """The option scorer as a picker model: System One answers with the tab's extras, its own limits.
-
-    ``confidence`` stays the head's (the saved ``confidence_mode``) and ``max_p`` sits beside it;
-    ``decide`` is the scorer's own, so calibration reports and the probe treat it like a letter model.
-    """
-
-    path_name = "one pass"
-    confidence_source = "confidence head"
-    """What an answer's ``confidence`` is (the letter models': System One's rescaled max p)."""
-    own_vocabulary = True
-    """Its tokenizer is decision-rlcd's, fitted on the same training sources, so familiarity applies."""
-
-    def __init__(self, scorer):
-        self.scorer, self.tokenizer = scorer, scorer.tokenizer
-        self.max_options, self.max_tokens = scorer.settings.max_options, scorer.settings.max_tokens
-
-    def score(self, state, questions=None, **_) -> dict:
-        """``{"answers", "usage"}``; answers add ``entropy_confidence``, usage the path and question count."""
-        state, specs = system_one.split_request(state, questions)
-        out = self.scorer.score(state, specs)
-        for ans in out["answers"].values():
-            ans["entropy_confidence"] = entropy_confidence(list(system_one.probabilities_of(ans).values()))
-        out["usage"].update(questions=len(out["answers"]), path=self.path_name)
-        return out
-
-    def decide(self, state, questions):
-        return self.scorer.decide(state, questions)
-
-    def request_errors(self, state, questions) -> dict[str, str]:
-        """Its limits on this request, ``{"state" | "questions": message}`` (the token count covers the whole
-        request, since every question shares one pass); nothing is truncated."""
-        from core.decision.option_request import OptionRequestError
-
-        try:
-            self.scorer.prepare(state, questions)
-        except OptionRequestError as err:
-            return {"state" if str(err).startswith("state") else "questions": str(err)}
-        return {}

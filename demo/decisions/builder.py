@@ -120,7 +120,7 @@ def _check(qid: str, spec: dict, max_options: int | None) -> None:
     if max_options is None:
         system_one.question(qid, spec)
         return
-    from core.decision.option_request import OptionRequestError, parse_question  # torch: a model is loaded
+    from core.decision.option.request import OptionRequestError, parse_question  # torch: a model is loaded
 
     try:
         parse_question(qid, spec, max_options)

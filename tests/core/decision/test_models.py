@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from core.decision import models as dm
+from core.decision.option.decider import OptionDecider
 from tests.fixtures.tiny_decision import export_models
 
 
@@ -77,14 +78,14 @@ def test_the_shipped_option_scorer_is_a_registry_entry_with_its_design(tmp_path)
 def test_an_option_scorer_folder_loads_strictly_and_is_asked_as_an_option_decider(tmp_path):
     import shutil
 
-    from core.decision.option_model import OptionModelError
+    from core.decision.option.model import OptionModelError
 
     copy = tmp_path / "models" / "my-scorer"
     shutil.copytree(SHIPPED_SCORER, copy)
     local = next(e for e in dm.entries(copy.parent) if e.key == "my-scorer")  # discovered in a models folder
     assert "option scorer" in local.note and dm.design(local, dm.check(local)) == dm.OPTION_DESIGN
     decider = dm.DeciderCache().get(local)
-    assert isinstance(decider, dm.OptionDecider) and decider.max_options == 255 and decider.max_tokens == 8192
+    assert isinstance(decider, OptionDecider) and decider.max_options == 255 and decider.max_tokens == 8192
     out = decider.score("Ticket 9: charged twice", {"t": {"type": "choice", "instructions": "Which team?",
                                                           "criteria": {"BIL": "billing", "SEC": "security"}}})
     ans = out["answers"]["t"]

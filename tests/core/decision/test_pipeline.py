@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from core.decision import Choice, Score, evalsets, reports, system_one
+from core.decision import Choice, Score, system_one
+from core.decision.evaluation import evalsets, reports
 from core.decision.pipeline import PipelineDecider, load_pipeline_decider
 from core.decision.system_one import spec_of
 from core.decision.questions import QuestionError
