@@ -13,12 +13,12 @@ An option-scorer folder (``option_model.json``) loads through ``option_model``'s
 checked, a plain qwen3 body, never remote code) and is asked as ``core.decision.option.decider.OptionDecider``.
 """
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
+from core.decision.model import ENDPOINT_DESIGN, PIPELINE_DESIGN, load_model
 from core.registry import DECISION_CARD as CARD_FILE
 from core.registry import LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, Availability, ModelEntry
 
@@ -64,13 +64,13 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
 def design(entry: ModelEntry, found: Availability | None = None) -> str:
     """Which design answers for ``entry``: our option scorer, our letter readout, a chat model, an endpoint."""
     if entry.source == "url":
-        return "System One endpoint"
+        return ENDPOINT_DESIGN
     folder = found.path if found is not None and found.path is not None else Path(entry.location)
     if entry.key in dict(registry.SHIPPED_OPTION_SCORERS) or (folder / OPTION_CARD).is_file():
         return OPTION_DESIGN
     if entry.source == "shipped" or (folder / CARD_FILE).is_file():
         return LETTER_DESIGN
-    return "chat model (DecisionPipeline)"
+    return PIPELINE_DESIGN
 
 
 def check(entry: ModelEntry) -> Availability:
@@ -118,27 +118,10 @@ class DeciderCache:
 
 
 def load(entry: ModelEntry, path: Path | None):
-    """Our export through ``load_decider``; a URL as an endpoint; any other model through the pipeline."""
-    if entry.source == "url":
-        from core.decision.endpoint import SystemOneEndpoint
-
-        own = entry.location == os.environ.get(registry.URL_ENV, "").strip() and os.environ.get(registry.KEY_ENV)
-        return SystemOneEndpoint(entry.location, api_key_env=registry.KEY_ENV if own else None)
-    if path.is_dir() and (path / OPTION_CARD).is_file():
-        from core.decision.option.decider import OptionDecider  # torch loads with the first model, not the app
-        from core.decision.option.scorer import OptionScorer
-
-        return OptionDecider(OptionScorer.load(path))
-    if path.is_dir() and (path / CARD_FILE).is_file():
-        from core.decision.export import load_decider  # torch loads with the first model, not the app
-
-        return load_decider(path)
-    from core.decision.pipeline import load_pipeline_decider
-
-    try:
-        return load_pipeline_decider(path, name=entry.key)
-    except (OSError, ValueError, KeyError) as err:  # transformers raises many types for a broken folder
-        raise ValueError(f"{entry.key}: could not load {path} as a chat model: {type(err).__name__}: {err}") from None
+    """Open the entry as the kind its design names (``core.decision.model.KINDS``): our export through
+    ``load_decider``, an option scorer, a URL as an endpoint, any other model through the pipeline."""
+    found = None if path is None else Availability(True, path, "")
+    return load_model(design(entry, found), entry.location if path is None else path, entry.key)
 
 
 def pick(cache: DeciderCache, models_dir: str | Path | None, keys: dict[str, str | None]) -> tuple[dict, dict[str, str]]:
