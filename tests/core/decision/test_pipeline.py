@@ -6,8 +6,8 @@ import torch
 from core.decision import Choice, Score, system_one
 from core.decision.evaluation import evalsets, reports
 from core.decision.pipeline import PipelineDecider, load_pipeline_decider
-from core.decision.system_one import spec_of
 from core.decision.questions import QuestionError
+from core.decision.system_one import spec_of
 from demo.decisions.builder import QuestionRow, ask
 from tests.fixtures.tiny_chat import build_tiny_chat
 

@@ -6,8 +6,8 @@ import torch
 from core.decision import Decider, Limits, system_one
 from core.decision.questions import QuestionError
 from core.decision.random_model import letter_tokenizer, random_body, random_rows
-from demo.decisions.examples import EXAMPLES, find_example
 from demo.decisions.builder import QuestionRow, ask, build_questions, parse_options, parse_state, reading
+from demo.decisions.examples import EXAMPLES, find_example
 
 TWENTY_SEVEN = "\n".join(f"option {i}" for i in range(27))
 
