@@ -19,11 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.decision.questions import Answer, Question
-
-LETTER_DESIGN = "letter readout"
-OPTION_DESIGN = "option scorer (confidence head)"
-PIPELINE_DESIGN = "chat model (DecisionPipeline)"
-ENDPOINT_DESIGN = "System One endpoint"
+from core.registry import ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN
 
 MAX_P_SOURCE = "rescaled max p"
 """System One's confidence of a letter readout or a chat model: (max p - 1/K) / (1 - 1/K)."""

@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import registry
-from core.decision.model import ENDPOINT_DESIGN, PIPELINE_DESIGN, load_model
+from core.decision.model import load_model
 from core.registry import DECISION_CARD as CARD_FILE
-from core.registry import LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, Availability, ModelEntry
+from core.registry import (
+    ENDPOINT_DESIGN,
+    LETTER_DESIGN,
+    OPTION_CARD,
+    OPTION_DESIGN,
+    PIPELINE_DESIGN,
+    Availability,
+    ModelEntry,
+)
 
 SHIPPED_DIR = registry.SHIPPED_DIR
 """Where the shipped exports live (read at call time, so tests can point it at an empty folder)."""
