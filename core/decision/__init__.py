@@ -1,8 +1,8 @@
 """Decision models: typed questions answered with a probability for every option, and their measurement.
 
 The interface: ``model`` (``DecisionModel``, the Protocol every kind implements; ``KINDS``, the
-table of kinds; one Ask over several models), ``questions`` (Choice/Score/Noul, answers, state
-rendering), ``models`` (the picker's entries, availability, load-once cache).
+table of kinds; ``open_decider`` for ``core.models``' load-once cache; one Ask over several
+models), ``questions`` (Choice/Score/Noul, answers, state rendering).
 The letter engine: ``prompt`` (template, seam, letter tokens), ``readout`` (differentiable option
 logits, shared with training), ``decider`` (three exact paths and automatic choice), ``cost`` (path
 cost model), ``export`` (rlcd-decision-only-v1), ``batches`` (rows as token batches),

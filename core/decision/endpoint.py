@@ -120,7 +120,7 @@ class SystemOneEndpoint(system_one.SystemOneModel):
 def open_model(url: str, name: str = "") -> SystemOneEndpoint:
     """``core.decision.model.KINDS``' loader: the endpoint at ``url``. ``SYSTEMONE_API_KEY`` is sent only to
     the operator's own ``SYSTEMONE_URL``, never to a typed URL."""
-    from core.registry import KEY_ENV, URL_ENV
+    from core.models.entries import KEY_ENV, URL_ENV
 
     own = url == os.environ.get(URL_ENV, "").strip() and os.environ.get(KEY_ENV)
     return SystemOneEndpoint(url, api_key_env=KEY_ENV if own else None)

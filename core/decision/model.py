@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.decision.questions import Answer, Question
-from core.registry import ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN
+from core.models.availability import design
+from core.models.entries import ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN, Availability, ModelEntry
 
 MAX_P_SOURCE = "rescaled max p"
 """System One's confidence of a letter readout or a chat model: (max p - 1/K) / (1 - 1/K)."""
@@ -75,6 +76,13 @@ def load_model(design: str, location: str | Path, name: str) -> DecisionModel:
     if design not in KINDS:
         raise ValueError(f"unknown decision-model design {design!r}; expected one of {list(KINDS)}")
     return importlib.import_module(KINDS[design]).open_model(location, name)
+
+
+def open_decider(entry: ModelEntry, path: Path | None) -> DecisionModel:
+    """What ``core.models.cache.ModelCache(open_decider=...)`` builds a decision model with: the kind
+    the entry's design names (``path``: the checked folder, None for a URL)."""
+    found = None if path is None else Availability(True, path, "")
+    return load_model(design(entry, found), entry.location if path is None else path, entry.key)
 
 
 def question_limit(models: Mapping[str, DecisionModel]) -> int | None:

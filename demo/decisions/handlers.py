@@ -11,17 +11,20 @@ import json
 import gradio as gr
 import pandas as pd
 
-from core.decision import models, system_one
+from core.decision import system_one
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.familiarity import familiarity, warning
-from core.decision.model import RequestTooLong
+from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
+from core.models import availability, lists
+from core.models.cache import ModelCache, pick
+from core.models.entries import OPTION_DESIGN
 from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
-CACHE = models.DeciderCache()
+CACHE = ModelCache(open_decider=open_decider)
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
                  "score / p(true)", "top-two gap", "input vs training"]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
@@ -71,8 +74,8 @@ def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
     The layout fills the pickers with these at build time, so the API schema names every model
     and ``gradio_client`` can call /ask, /calibrate and /probe without loading the page first.
     """
-    found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
-    labels = [(e.key + (f" · {models.OPTION_DESIGN}" if models.design(e, a) == models.OPTION_DESIGN else "")
+    found = [(e, availability.check_decision(e)) for e in lists.decision_entries(models_dir or None)]
+    labels = [(e.key + (f" · {OPTION_DESIGN}" if availability.design(e, a) == OPTION_DESIGN else "")
                + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
     return labels, [("(none)", "")] + labels, first
@@ -87,11 +90,11 @@ def model_choices(models_dir: str):
 
 def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
-    entry = models.find(models_dir or None, key)
+    entry = lists.find_decision(models_dir or None, key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
-    found = models.check(entry)
-    return (f"{'✓' if found.ok else '⚠ not available:'} {inert(models.design(entry, found))} · {inert(entry.note)}. "
+    found = availability.check_decision(entry)
+    return (f"{'✓' if found.ok else '⚠ not available:'} {inert(availability.design(entry, found))} · {inert(entry.note)}. "
             f"{inert(found.message)}")
 
 
@@ -179,7 +182,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     Returns: state error, model error, second-model error, builder error, one error per row, the
     answer figure, the table, the latency line and the raw System One answers.
     """
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
     result = builder.ask(deciders if not errors else {}, state, rows_of(n, values))
@@ -207,7 +210,7 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     if not isinstance(state, (str, dict)):
         raise gr.Error(f"state must be text or a JSON object (field: value), got {type(state).__name__}",
                        print_exception=False)
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
     try:
@@ -239,7 +242,7 @@ def _field_of(err: ValueError) -> str:
 
 
 def _models_or_errors(models_dir: str, model_a: str, model_b: str):
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
     return deciders, errors

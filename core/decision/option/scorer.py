@@ -1,6 +1,6 @@
 """The option scorer: one forward pass over a state and all its questions, answers in System One shapes.
 
-``OptionScorer.score(state, questions)`` validates and tokenizes the request (``option_request``),
+``OptionScorer.score(state, questions)`` validates and tokenizes the request (``request``),
 runs ONE forward pass under the block-diagonal mask, scores each option at its marker, applies the
 saved temperature per question type and answers with transformers' own System One shapes
 (``transformers.decision.Question.answer``): choice -> choice/confidence/probabilities, score ->
