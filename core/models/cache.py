@@ -29,7 +29,7 @@ class ModelCache:
 
     cache_dir: str | Path | None = None
     open_decider: OpenDecider | None = None
-    """How a decision model is built (``core.decision.models.open_decider``); None: policies only."""
+    """How a decision model is built (``core.decision.model.open_decider``); None: policies only."""
     _models: dict[tuple, Any] = field(default_factory=dict)
     _locks: dict[tuple, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
