@@ -29,6 +29,7 @@ import torch  # noqa: E402
 
 from core.decision.export import export_decision  # noqa: E402
 from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
+from demo.decisions import builder  # noqa: E402
 from demo.decisions import handlers as h  # noqa: E402
 
 GOAL_MS = 300.0
@@ -96,7 +97,7 @@ def main() -> None:
         out = h.ask(models_dir, keys[0], "", state, n, *fields)
         assert out[-1], f"the Ask failed: {[u['value'] for u in out[:4 + h.MAX_QUESTIONS] if u['visible']]}"
         decider = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == keys[0]))
-        questions = h.builder.build_questions(h.rows_of(n, fields)).questions
+        questions = builder.build_questions(h.rows_of(n, fields)).questions
         results = {
             "model": described, "threads": args.threads, "questions": int(n), "goal_ms": GOAL_MS,
             "handler_one_model": timed(lambda: h.ask(models_dir, keys[0], "", state, n, *fields), repeats),

@@ -26,7 +26,7 @@ def rss_mb() -> float:
 
 
 def run(quick: bool) -> dict:
-    from core.decision.models import open_decider
+    from core.decision.model import open_decider
     from core.models import availability, lists
     from core.models.cache import ModelCache
     from core.models.memory import LOADED, memory_bound

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from core.decision.option_model import OptionModel
-from core.decision.option_scorer import OptionScorer
+from core.decision.option.model import OptionModel
+from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
 
 WORDS = ("ticket customer charged twice invoice refund server disk deploy login phishing key export "

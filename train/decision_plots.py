@@ -1,7 +1,7 @@
 """PNG plots for the decision evaluation: reliability diagrams per arm and probe bars.
 
 Matplotlib with the Agg backend (files only, no display). The bins and means come from
-``core.calibration`` through ``core.decision.scores``; this module only draws them.
+``core.calibration`` through ``core.decision.evaluation.scores``; this module only draws them.
 """
 
 from pathlib import Path
@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from core import calibration as cal  # noqa: E402
-from core.decision.reports import PROBE_GROUPS  # noqa: E402
-from core.decision.scores import ArmScores  # noqa: E402
+from core.decision.evaluation.reports import PROBE_GROUPS  # noqa: E402
+from core.decision.evaluation.scores import ArmScores  # noqa: E402
 
 
 def reliability_diagrams(scores: dict[str, ArmScores], out: Path) -> Path:

@@ -3,7 +3,7 @@
 Any model the Decisions tab can pick (an HF chat model through transformers' DecisionPipeline, a
 System One URL, one of our exports) is scored on the first ``--contexts`` contexts of our test
 split (three questions each) and on the known-posterior probe, with the tab's calibration reports
-(``core.decision.reports``: context-clustered 95% intervals). Departs from ``train.decision_eval``
+(``core.decision.evaluation.reports``: context-clustered 95% intervals). Departs from ``train.decision_eval``
 only in using a prefix of the test split: a 135M chat model reads ~2 rows/s on one shared core.
 
     python -m train.decision_zero_shot --contexts 250 --probe 40 --json results/decision_zero_shot.json
@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision import evalsets, reports
-from core.decision.models import open_decider
-from core.decision.reports import METRICS
+from core.decision.evaluation import evalsets, reports
+from core.decision.evaluation.reports import METRICS
+from core.decision.model import open_decider
 from core.models.cache import ModelCache, pick
 from train.decision_run import parse_config, set_threads
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from core import calibration as cal
 from core.decision.export import load_decider
-from core.decision.option_scorer import OptionScorer
+from core.decision.option.scorer import OptionScorer
 from core.decision.questions import QUESTION_TYPES
 from core.stats import bootstrap_statistic, paired_statistic_difference
 from train.decision_run import parse_config, set_threads
@@ -180,7 +180,7 @@ def ship(config: EvalConfig) -> Path:
         "Our option-scoring decision model (ClarifyLab, issue #15): a Qwen3-architecture body "
         f"(hidden {card['hidden_size']}), an option head scoring each option at its own marker, and a confidence "
         "head trained afterwards on the frozen scorer. Format `clarifylab-option-scorer-v1`; load with "
-        "`core.decision.option_scorer.OptionScorer.load` (sha256 verified, no remote code). See docs/decision_models.md.", "",
+        "`core.decision.option.scorer.OptionScorer.load` (sha256 verified, no remote code). See docs/decision_models.md.", "",
         "## Command (seed 0)", "", "```bash", "nice -n 10 bash train/option_pipeline.sh 0", "```", "",
         f"Starts: {len(meta)} (resumed: {sum(m['resume'] for m in meta)}). Config:", "", "```json",
         json.dumps(card["training"]["config"], indent=1), "```", "",

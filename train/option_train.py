@@ -22,7 +22,7 @@ import torch
 from transformers import AutoTokenizer
 
 from core.decision.export import load_decider
-from core.decision.option_model import (
+from core.decision.option.model import (
     OptionModel,
     Settings,
     confidence_features,
@@ -30,8 +30,8 @@ from core.decision.option_model import (
     soft_target_loss,
     state_hash,
 )
-from core.decision.option_request import Encoded, encode, pack, parse_questions
-from core.decision.option_scorer import forward_packs
+from core.decision.option.request import Encoded, encode, pack, parse_questions
+from core.decision.option.scorer import forward_packs
 from core.decision.random_model import random_body
 from train.decision_run import (
     MODEL,

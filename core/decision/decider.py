@@ -20,25 +20,14 @@ from typing import Any, Mapping, Sequence
 import torch
 from transformers import DynamicCache
 
-from core.decision.cost import CostModel, Shape
-from core.decision.prompt import check_seam, encode, letter_token_ids, render_prefix, render_suffix
 from core.decision import system_one
-from core.decision.questions import Answer, Question, QuestionError, Truncation, make_answer, render_state
+from core.decision.cost import CostModel, Shape
+from core.decision.model import LETTER_DESIGN, MAX_P_SOURCE, RequestTooLong
+from core.decision.prompt import check_seam, encode, letter_token_ids, render_prefix, render_suffix
+from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
 
 PATHS = ("reference", "shared", "packed")
-
-
-class RequestTooLong(ValueError):
-    """A request over the model's token limits (and the caller did not opt into truncation).
-
-    ``reason`` says what is over which limit; ``hint`` how a library caller can opt into cutting.
-    Front ends that offer no such option show ``reason`` alone.
-    """
-
-    def __init__(self, reason: str, hint: str = ""):
-        super().__init__(f"{reason} {hint}".strip())
-        self.reason, self.hint = reason, hint
 
 
 @dataclass(frozen=True)
@@ -80,7 +69,12 @@ class Request:
 
 
 class Decider:
-    """Letter-readout decisions over any causal-LM body plus its 26 letter rows."""
+    """Letter-readout decisions over any causal-LM body plus its 26 letter rows (a ``DecisionModel``)."""
+
+    name = ""
+    design = LETTER_DESIGN
+    confidence_source = MAX_P_SOURCE
+    max_options = MAX_OPTIONS
 
     def __init__(self, body, rows: torch.Tensor, tokenizer, *, bias: torch.Tensor | None = None,
                  prepend_bos: bool = False, limits: Limits = Limits(), cost: CostModel | None = None):
@@ -94,6 +88,8 @@ class Decider:
         if self.bias is not None and tuple(self.bias.shape) != (26,):
             raise ValueError(f"letter bias must be (26,), got {tuple(self.bias.shape)}")
         self.tokenizer = tokenizer
+        self.training_tokenizer = tokenizer
+        """Familiarity is measured against the tokenizer the model reads with."""
         self.letter_ids = letter_token_ids(tokenizer)
         self.prepend_bos = prepend_bos
         if prepend_bos and tokenizer.bos_token_id is None:
@@ -121,6 +117,18 @@ class Decider:
         text = render_state(state).strip()
         suffixes = [encode(self.tokenizer, render_suffix(q.text, q.options)) for q in questions]
         return self._overruns(text, encode(self.tokenizer, text), suffixes, questions)
+
+    def limit_errors(self, state: str | Mapping[str, Any], questions: Mapping[str, Any]) -> dict[str, str]:
+        """``overruns`` as messages, ``{"state" | qid: reason}``: which part of a System One request is too long."""
+        errors: dict[str, str] = {}
+        for o in self.overruns(state, [q.primitive for q in system_one.questions(questions)]):
+            if o.part == "state":
+                errors["state"] = (f"the state is {o.tokens} tokens; this model takes at most {o.limit}. "
+                                   "Shorten it (nothing is cut silently).")
+            else:
+                errors[o.part] = (f"this question and its options are {o.tokens} tokens; the model takes at most "
+                                  f"{o.limit} per question")
+        return errors
 
     def _overruns(self, text, state_ids, suffixes, questions) -> list[Overrun]:
         header = len(self._prefix(text)) - len(state_ids)  # "User: Context:\n", "\n\n", BOS

@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any, Mapping
 
 from core.decision import system_one
+from core.decision.model import ENDPOINT_DESIGN, REPORTED_SOURCE
 
 PATH = "/v1/systemone"
 DETAIL_CHARS = 300
@@ -51,6 +52,8 @@ class SystemOneEndpoint(system_one.SystemOneModel):
     """A remote System One model; ``timeout`` in seconds per request."""
 
     path_name = "endpoint"
+    design = ENDPOINT_DESIGN
+    confidence_source = REPORTED_SOURCE
 
     def __init__(self, url: str, *, model: str = "", api_key_env: str | None = None, timeout: float = 30.0):
         self.url = endpoint_url(url)
@@ -112,6 +115,15 @@ class SystemOneEndpoint(system_one.SystemOneModel):
         usage = out.get("usage") if isinstance(out.get("usage"), dict) else {}
         tokens = usage.get("input_tokens")
         return {name: answers[name] for name in specs}, tokens if isinstance(tokens, int) else 0
+
+
+def open_model(url: str, name: str = "") -> SystemOneEndpoint:
+    """``core.decision.model.KINDS``' loader: the endpoint at ``url``. ``SYSTEMONE_API_KEY`` is sent only to
+    the operator's own ``SYSTEMONE_URL``, never to a typed URL."""
+    from core.models.entries import KEY_ENV, URL_ENV
+
+    own = url == os.environ.get(URL_ENV, "").strip() and os.environ.get(KEY_ENV)
+    return SystemOneEndpoint(url, api_key_env=KEY_ENV if own else None)
 
 
 def check_answer(url: str, q, ans: Any) -> None:

@@ -284,6 +284,13 @@ def load_decider(directory: str | Path, *, trust_remote_code: bool = False, attn
     return Decider(body, rows, tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
 
 
+def open_model(directory: str | Path, name: str = "") -> Decider:
+    """``core.decision.model.KINDS``' loader: a verified export (``load_decider``), named for messages."""
+    decider = load_decider(directory)
+    decider.name = name
+    return decider
+
+
 def reexport(source: str | Path, directory: str | Path) -> Path:
     """Verify ``source`` (either layout) and write the same weights, tokenizer and record in the published layout."""
     card = read_card(Path(source))[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.decision import system_one
+from core.decision.model import PIPELINE_DESIGN
 from core.decision.questions import QuestionError
 from core.models.loader import decision_pipeline
 
@@ -22,6 +23,7 @@ class PipelineDecider(system_one.SystemOneModel):
     """The Decider interface over a ``DecisionPipeline`` (no token limits of ours: the model's own)."""
 
     path_name = "pipeline"
+    design = PIPELINE_DESIGN
 
     def __init__(self, pipe, name: str = ""):
         self.pipe = pipe
@@ -45,3 +47,11 @@ def load_pipeline_decider(location: str | Path, name: str = "") -> PipelineDecid
     """``pipeline("decision", model=location)`` (``core.models.loader.decision_pipeline``: CPU, fp32,
     never remote code) as a Decider; ``location`` is a local folder, a cached hub id, or a ``.gguf`` file."""
     return PipelineDecider(decision_pipeline(location), name or str(location))
+
+
+def open_model(location: str | Path, name: str) -> PipelineDecider:
+    """``core.decision.model.KINDS``' loader: a chat model (folder, cached hub id, GGUF) through the pipeline."""
+    try:
+        return load_pipeline_decider(location, name=name)
+    except (OSError, ValueError, KeyError) as err:  # transformers raises many types for a broken folder
+        raise ValueError(f"{name}: could not load {location} as a chat model: {type(err).__name__}: {err}") from None

@@ -13,9 +13,12 @@ confidence definitions, plus our extras (``EXTRAS``), so any System One client r
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
-from core.decision.questions import Choice, Noul, Question, QuestionError, Score, Truncation, entropy_confidence
+from pydantic import BaseModel, ConfigDict
+
+from core.decision.model import MAX_P_SOURCE
+from core.decision.questions import MAX_OPTIONS, Choice, Noul, Question, QuestionError, Score, Truncation, entropy_confidence
 
 EXTRAS = {
     "max_p": "max_k p_k, the top option's probability (System One's `confidence` is rescaled, see below)",
@@ -54,6 +57,22 @@ def content_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+class ParsedQuestions(dict):
+    """A request's questions ``{name: spec}`` with their parse kept (``parsed``, in order), so one
+    Ask validates each question once and every model asked reads that same parse."""
+
+    def __init__(self, specs: Mapping[str, Any], parsed: Sequence[Any]):
+        super().__init__(specs)
+        self.parsed = tuple(parsed)
+
+
+def kept_parse(specs: Mapping[str, Any], kind: type) -> list | None:
+    """The parse ``specs`` carries when it is a ``ParsedQuestions`` of ``kind`` records, else None."""
+    if isinstance(specs, ParsedQuestions) and all(isinstance(q, kind) for q in specs.parsed):
+        return list(specs.parsed)
+    return None
+
+
 def questions(specs: Mapping[str, Any]) -> list[SystemOneQuestion]:
     """Validate a request's ``questions`` with transformers' parser, then build our primitives.
 
@@ -61,17 +80,22 @@ def questions(specs: Mapping[str, Any]) -> list[SystemOneQuestion]:
         QuestionError: with ``parse_questions``' own message (every invalid question, each named),
             or, for a question it accepts that our letter readout cannot ask, a message naming it.
     """
-    return [from_parsed(q) for q in parse(specs)]
+    kept = kept_parse(specs, SystemOneQuestion)
+    return kept if kept is not None else [from_parsed(q) for q in parse(specs)]
 
 
 def parse(specs: Mapping[str, Any]) -> list:
-    """transformers' parsed questions (``name``, ``type``, ``options``, ``descriptions``), in order.
+    """transformers' parsed questions (``name``, ``type``, ``options``, ``descriptions``), in order
+    (a ``ParsedQuestions``' own ``SystemOneQuestion``s, which carry the same fields).
 
     Raises:
         QuestionError: with ``parse_questions``' own message.
     """
     from transformers.decision import parse_questions
 
+    kept = kept_parse(specs, SystemOneQuestion)
+    if kept is not None:
+        return kept
     try:
         return parse_questions(specs, _config())
     except ValueError as err:
@@ -167,6 +191,39 @@ def probabilities_of(ans: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in ans["probabilities"].items()}
 
 
+class SystemOneAnswer(BaseModel):
+    """One System One answer as a typed record: what a front end shows of it, read once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    qid: str
+    type: Literal["choice", "score", "noul"]
+    top: str
+    """The most probable option key (``true``/``false`` for a noul)."""
+    probabilities: dict[str, float]
+    """Option -> probability (a noul's derived from ``noul``); sums to 1."""
+    confidence: float | None = None
+    """System One's ``confidence`` (its source is the model's ``confidence_source``); None for a letter noul."""
+    max_p: float
+    """The top option's probability, in [0, 1]."""
+    entropy_confidence: float
+    """1 - H(p) / ln K, in [0, 1]."""
+    value: float | None = None
+    """score: the expected level (0..K-1); noul: p(true); choice: None."""
+    margin: float
+    """Top probability minus the second, in [0, 1]."""
+
+    @classmethod
+    def of(cls, qid: str, ans: Mapping[str, Any]) -> "SystemOneAnswer":
+        """Read a System One answer (ours or an endpoint's); extras we do not show are left out."""
+        probs = probabilities_of(ans)
+        top = sorted(probs.values(), reverse=True)
+        return cls(qid=qid, type=ans["type"], top=top_option(ans), probabilities=probs, confidence=ans.get("confidence"),
+                   max_p=ans.get("max_p", top[0]), entropy_confidence=ans.get("entropy_confidence",
+                   entropy_confidence(list(probs.values()))), value=ans.get("score", ans.get("noul")),
+                   margin=float(top[0] - (top[1] if len(top) > 1 else 0.0)))
+
+
 def split_request(state: Any, specs: Mapping[str, Any] | None) -> tuple[Any, Mapping[str, Any]]:
     """``(state, questions)`` from either call form: ``score(request)`` (a dict or its JSON, worded as
     transformers' ``prepare_inputs`` words a bad one) or ``score(state, questions)``."""
@@ -206,6 +263,15 @@ class SystemOneModel:
 
     path_name = "system one"
     name = ""
+    confidence_source = MAX_P_SOURCE
+    max_options = MAX_OPTIONS
+    """transformers' decision labels A..Z (``DecisionConfig``), as our letter readout."""
+    training_tokenizer = None
+    """Not our tokenizer: familiarity does not apply."""
+
+    def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
+        """No limits of ours: the model refuses what it cannot take (``score`` raises)."""
+        return {}
 
     def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
         raise NotImplementedError

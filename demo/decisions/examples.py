@@ -5,7 +5,7 @@ support ticket, an order record (a JSON object), an access-policy request, each 
 data's own questions, and one genuinely ambiguous ticket in the same phrasing with one billing
 and one security cue, whose true posterior is 0.5/0.5 between the two (the known-posterior
 probe's two-cue case), so a calibrated model should split its probability. Text unlike these
-gets an out-of-distribution warning with each answer (``core.decision.familiarity``).
+gets an out-of-distribution warning with each answer (``core.decision.evaluation.familiarity``).
 """
 
 from dataclasses import dataclass

@@ -11,9 +11,10 @@ import json
 import gradio as gr
 import pandas as pd
 
-from core.decision import evalsets, reports, system_one
-from core.decision.familiarity import familiarity, warning
-from core.decision.models import open_decider
+from core.decision import system_one
+from core.decision.evaluation import evalsets, reports
+from core.decision.evaluation.familiarity import familiarity, warning
+from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
 from core.models import availability, lists
 from core.models.cache import ModelCache, pick
@@ -28,7 +29,6 @@ TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence fr
                  "score / p(true)", "top-two gap", "input vs training"]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
 its confidence head), what it came from, and max p (the top probability) beside it."""
-RESCALED = "rescaled max p"
 
 
 def _error(message: str | None) -> dict:
@@ -39,7 +39,7 @@ def _error(message: str | None) -> dict:
 def _reason(err: ValueError) -> str:
     """An error's message for this tab: a too-long request says what is over which limit and to
     shorten it (core's truncate option is not offered here, so its hint is left out)."""
-    if getattr(err, "hint", ""):  # core.decision.decider.RequestTooLong (not imported: it pulls in torch)
+    if isinstance(err, RequestTooLong) and err.hint:
         return f"{err.reason} Shorten it: nothing is cut silently."
     return str(err)
 
@@ -143,13 +143,13 @@ def remove_question(index: int, n: int, *values):
 def _familiarity(deciders: dict, state) -> dict:
     """Per model, how much of the state is outside its training vocabulary (its own tokenizer).
 
-    Only our own models (letter readouts carry ``overruns``; the option scorer ``own_vocabulary``): the
-    signal is measured against the tokenizer fitted on their own training prompts; a pipeline model or
-    an endpoint has no such vocabulary.
+    Only our own models (a ``training_tokenizer``: letter readouts and the option scorer): the signal
+    is measured against the tokenizer fitted on their own training prompts; a pipeline model or an
+    endpoint has no such vocabulary.
     """
     text = render_state(state)
-    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items()
-            if hasattr(d, "overruns") or getattr(d, "own_vocabulary", False)}
+    return {key: familiarity(d.training_tokenizer, text) for key, d in deciders.items()
+            if d.training_tokenizer is not None}
 
 
 def _ood_cell(found) -> str:
@@ -162,11 +162,10 @@ def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFram
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
             r = builder.reading(qid, ans)
-            extra, conf = ans.get("score", ans.get("noul")), ans.get("confidence")
-            out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
-                        "" if conf is None else round(conf, 3), "" if conf is None else sources.get(key, RESCALED),
-                        round(ans["max_p"], 3),
-                        round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
+            a, conf = r.answer, r.answer.confidence
+            out.append([key, qid, a.top + (" ⚠ close" if r.close else ""),
+                        "" if conf is None else round(conf, 3), "" if conf is None else sources[key],
+                        round(a.max_p, 3), round(a.entropy_confidence, 3), "" if a.value is None else round(a.value, 3),
                         round(r.margin, 3), _ood_cell(known[key]) if key in known else ""])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
@@ -197,8 +196,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     qerr = [_error(e.get(builder.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, builder.parse_state(state)) if result.answers else {}
     notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
-    sources = {k: getattr(d, "confidence_source", "as the endpoint reports it" if getattr(d, "path_name", "") ==
-                          "endpoint" else RESCALED) for k, d in deciders.items()}
+    sources = {k: d.confidence_source for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
             *qerr, fig, _table(result, known, sources), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
 

@@ -8,10 +8,10 @@ call the same functions, including ``/score`` with System One's request and answ
 
 import gradio as gr
 
-from core.decision.evalsets import SOURCES
-from demo.decisions.examples import example_names
-from core.decision.familiarity import THRESHOLD, TRAINED_ON
+from core.decision.evaluation.evalsets import SOURCES
+from core.decision.evaluation.familiarity import THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
+from demo.decisions.examples import example_names
 
 CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }

@@ -88,7 +88,7 @@ def _finite(x: float) -> bool:
 def reliability_figure(reports: Sequence) -> go.Figure:
     """Accuracy per confidence bin with Wilson intervals, the gap to the diagonal, and per-bin counts.
 
-    ``reports`` are ``core.decision.reports.ModelReport``s (one or two), drawn as grouped bars.
+    ``reports`` are ``core.decision.evaluation.reports.ModelReport``s (one or two), drawn as grouped bars.
     """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.06)
     k = max(1, len(reports))

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.decision.option_model import OptionModel, load_option_model, state_hash
+from core.decision.option.model import OptionModel, load_option_model, state_hash
 from core.decision.random_model import random_body
 from train.decision_run import Run
 from train.option_data import DataConfig, read_contexts
@@ -67,7 +67,7 @@ SHIPPED = "checkpoints/option-scorer"
 
 
 def test_shipped_option_scorer_is_small_verified_and_abstains():
-    from core.decision.option_scorer import OptionScorer
+    from core.decision.option.scorer import OptionScorer
 
     scorer = OptionScorer.load(SHIPPED)  # sha256 of both weight files checked here
     size = sum(p.stat().st_size for p in Path(SHIPPED).iterdir()) / 1e6

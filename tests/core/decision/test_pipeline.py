@@ -3,10 +3,11 @@
 import pytest
 import torch
 
-from core.decision import Choice, Score, evalsets, reports, system_one
+from core.decision import Choice, Score, system_one
+from core.decision.evaluation import evalsets, reports
 from core.decision.pipeline import PipelineDecider, load_pipeline_decider
-from core.decision.system_one import spec_of
 from core.decision.questions import QuestionError
+from core.decision.system_one import spec_of
 from demo.decisions.builder import QuestionRow, ask
 from tests.fixtures.tiny_chat import build_tiny_chat
 
@@ -64,7 +65,7 @@ def test_calibration_report_and_ask_work_as_on_our_models(decider):
 
 @pytest.mark.slow
 def test_the_offline_smollm2_answers_every_kind_through_the_picker():
-    from core.decision.models import open_decider
+    from core.decision.model import open_decider
     from core.models.cache import ModelCache
     from core.models.entries import PACKAGED_MODELS
     from core.models.lists import decision_entries

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from core.decision.models import OptionDecider, open_decider
+from core.decision.model import open_decider
+from core.decision.option.decider import OptionDecider
 from core.models import entries
 from core.models.availability import check_decision, check_export, design
 from core.models.cache import ModelCache, pick
@@ -80,7 +81,7 @@ def test_the_shipped_option_scorer_is_a_shipped_entry_with_its_design(tmp_path):
 def test_an_option_scorer_folder_loads_strictly_and_is_asked_as_an_option_decider(tmp_path):
     import shutil
 
-    from core.decision.option_model import OptionModelError
+    from core.decision.option.model import OptionModelError
 
     copy = tmp_path / "models" / "my-scorer"
     shutil.copytree(SHIPPED_SCORER, copy)

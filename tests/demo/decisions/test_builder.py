@@ -6,8 +6,8 @@ import torch
 from core.decision import Decider, Limits, system_one
 from core.decision.questions import QuestionError
 from core.decision.random_model import letter_tokenizer, random_body, random_rows
+from demo.decisions.builder import QuestionRow, ask, build_questions, parse_options, parse_state, reading
 from demo.decisions.examples import EXAMPLES, find_example
-from demo.decisions.builder import QuestionRow, ask, build_questions, parse_options, parse_state, reading, request_errors
 
 TWENTY_SEVEN = "\n".join(f"option {i}" for i in range(27))
 
@@ -91,11 +91,11 @@ def test_parse_state_refuses(text, message):
 
 def test_request_errors_name_the_part_over_the_limit(decider):
     q = {"q1": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x", "b": "y"}}}
-    assert request_errors(decider, "short state", q) == {}
-    errors = request_errors(decider, "word " * 200, q)
+    assert decider.limit_errors("short state", q) == {}
+    errors = decider.limit_errors("word " * 200, q)
     assert list(errors) == ["state"] and "at most 80" in errors["state"]
     long_q = {"q1": {"type": "choice", "instructions": "Which " * 80 + "?", "criteria": {"a": "x", "b": "y"}}}
-    errors = request_errors(decider, "short state", long_q)
+    errors = decider.limit_errors("short state", long_q)
     assert list(errors) == ["q1"] and "at most 60" in errors["q1"]
 
 
@@ -128,3 +128,17 @@ def test_ask_stops_before_any_model_on_errors(decider):
     assert "add at least one question" in result.errors["questions"]
     result = ask({"m": decider}, "word " * 200, ex.rows)  # over the 80-token prefix limit
     assert "state" in result.errors and not result.answers
+
+
+def test_ask_parses_each_question_once(decider, monkeypatch):
+    import transformers.decision
+
+    calls = []
+    real = transformers.decision.parse_questions
+    monkeypatch.setattr(transformers.decision, "parse_questions", lambda specs, cfg: calls.append(list(specs)) or
+                        real(specs, cfg))
+    ex = find_example("Support ticket")
+    models = {k: Decider(decider.body, random_rows(32, seed=s), decider.tokenizer) for k, s in (("a", 5), ("b", 6))}
+    result = ask(models, ex.state, ex.rows)
+    assert not result.errors and set(result.answers) == {"a", "b"}
+    assert calls == [[f"q{i + 1}"] for i in range(len(ex.rows))]  # one parse per row, shared by both models

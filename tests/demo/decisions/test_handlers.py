@@ -262,7 +262,7 @@ def test_a_typed_system_one_url_that_refuses_is_said_plainly_and_the_tab_keeps_w
     assert _errors(h.ask(models_dir, "tiny-a", "", "charged twice", 1, *fields)) == {}
     bad = _errors(h.ask(models_dir, "ftp://x/v1/systemone", "", "s", 1, *fields))
     assert "unknown model" in bad[1]
-    from core.decision.evalsets import SOURCES
+    from core.decision.evaluation.evalsets import SOURCES
 
     out = h.calibrate(models_dir, url, "", SOURCES[0], 2, None, False)
     assert not out[0]["visible"] and "refused the connection" in out[1]["value"]  # next to the picker
@@ -276,7 +276,7 @@ def test_error_lines_show_text_not_markup():
 
 
 def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally(models_dir):
-    from core.decision.evalsets import SOURCES
+    from core.decision.evaluation.evalsets import SOURCES
     from tests.fixtures.system_one_server import Server
 
     local = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == "tiny-a"))

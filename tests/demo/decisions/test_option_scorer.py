@@ -5,7 +5,7 @@ import gradio as gr
 import pytest
 import torch
 
-from core.decision.evalsets import SOURCES
+from core.decision.evaluation.evalsets import SOURCES
 from demo.decisions import handlers as h
 
 N_ERRORS = 4 + h.MAX_QUESTIONS  # state, model, model_b, builder, then one per row

@@ -4,9 +4,9 @@ import random
 
 from core import calibration as cal
 from core.decision import Choice
-from core.decision.evalsets import EvalItem
+from core.decision.evaluation.evalsets import EvalItem
+from core.decision.evaluation.reports import PUBLISHED_PROBE, model_report, probe_summary
 from demo.decisions.plots import answer_figure, empty_figure, probe_figure, reliability_figure, selective_figure
-from core.decision.reports import PUBLISHED_PROBE, model_report, probe_summary
 
 A = {"q1": {"type": "choice", "choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
      "q2": {"type": "noul", "noul": 0.52}}

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from core import calibration as cal
-from core.decision.evalsets import EvalItem
+from core.decision.evaluation.evalsets import EvalItem
 from core.stats import Interval, bootstrap_mean, bootstrap_statistic
 
 RESAMPLES = 300

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.decision.option_model import (
+from core.decision.option.model import (
     BODY_FILE,
     CARD_FILE,
     HEADS_FILE,
@@ -19,7 +19,7 @@ from core.decision.option_model import (
     soft_target_loss,
     state_hash,
 )
-from core.decision.option_scorer import OptionScorer
+from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
 
 QS = {"team": {"type": "choice", "instructions": "Which team?", "criteria": {"x": "billing", "y": "security"}},

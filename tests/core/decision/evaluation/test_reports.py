@@ -8,11 +8,11 @@ import pytest
 
 from core import calibration as cal
 from core.decision import Choice, Noul
-from core.decision.questions import make_answer
-from core.decision.evalsets import EvalItem
-from core.decision.reports import (
+from core.decision.evaluation.evalsets import EvalItem
+from core.decision.evaluation.reports import (
     evaluate, fit_temperature, metrics_rows, model_report, probabilities, probe_summary, scale, split_contexts,
 )
+from core.decision.questions import make_answer
 
 
 class FixedDecider:

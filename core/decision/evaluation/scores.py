@@ -1,7 +1,7 @@
 """Scores of one decision model on labelled rows and on the known-posterior probe, as records.
 
 ``score_rows`` keeps each row's probabilities over its own options plus the facts metrics slice by
-(context, source, NOTA position); ``arm_report`` lays out ``core.decision.reports``' headline
+(context, source, NOTA position); ``arm_report`` lays out ``core.decision.evaluation.reports``' headline
 metrics and probe groups as the evaluation JSON, and ``paired_report`` adds paired differences.
 Intervals resample whole contexts (the three questions about one ticket are not independent).
 Used by ``python -m train.decision_eval``.
@@ -14,7 +14,7 @@ import numpy as np
 
 from core import calibration as cal
 from core.decision.data.rows import NOTA, DecisionRow
-from core.decision.reports import PROBE_GROUPS, headline_metrics, probe_means
+from core.decision.evaluation.reports import PROBE_GROUPS, headline_metrics, probe_means
 
 HEADLINE = ("accuracy", "ece", "brier", "mean_confidence")
 """Metrics with intervals in the evaluation JSON (and with paired differences)."""

@@ -1,6 +1,6 @@
 """The option scorer: one forward pass over a state and all its questions, answers in System One shapes.
 
-``OptionScorer.score(state, questions)`` validates and tokenizes the request (``option_request``),
+``OptionScorer.score(state, questions)`` validates and tokenizes the request (``request``),
 runs ONE forward pass under the block-diagonal mask, scores each option at its marker, applies the
 saved temperature per question type and answers with transformers' own System One shapes
 (``transformers.decision.Question.answer``): choice -> choice/confidence/probabilities, score ->
@@ -19,13 +19,13 @@ from typing import Any, Mapping, Sequence
 import torch
 from transformers.decision.template_utils import Question as SystemOneQuestion
 
-from core.decision.option_model import (
+from core.decision.option.model import (
     OptionModel,
     Settings,
     confidence_features,
     load_option_model,
 )
-from core.decision.option_request import (
+from core.decision.option.request import (
     Encoded,
     OptionQuestion,
     batch_tensors,
@@ -149,7 +149,7 @@ class OptionScorer:
         return answers
 
     def decide(self, state: Any, questions: Sequence[Question]) -> list[Answer]:
-        """The letter Decider's interface (core.decision.reports): each option's text is its own criteria."""
+        """The letter Decider's interface (core.decision.evaluation.reports): each option's text is its own criteria."""
         typed = [OptionQuestion(f"question {i + 1}", q.kind, q.text, tuple(q.options) if q.kind != "score" else
                                 tuple(str(j) for j in range(len(q.options))), tuple(q.options))
                  for i, q in enumerate(questions)]

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from core.decision.familiarity import THRESHOLD, familiarity, warning
+from core.decision.evaluation.familiarity import THRESHOLD, familiarity, warning
 
-ROOT = Path(__file__).parents[3]
+ROOT = Path(__file__).parents[4]
 SHIPPED_TOKENIZER = ROOT / "checkpoints" / "decision-rlcd" / "tokenizer.json"
 NATURAL = ROOT / "tests" / "fixtures" / "natural_tickets.jsonl"
 
@@ -53,7 +53,7 @@ def test_fires_on_natural_tickets(shipped):
 
 
 def test_quiet_on_our_test_rows(shipped):
-    from core.decision.evalsets import split_items
+    from core.decision.evaluation.evalsets import split_items
     from core.decision.questions import render_state
 
     by_context: dict[str, list] = {}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.decision.evalsets import EvalSetError, load_items, parse_upload
+from core.decision.evaluation.evalsets import EvalSetError, load_items, parse_upload
 
 GOOD = [
     {"state": "Card charged twice.", "question": "Which team?", "options": ["billing", "security", "None of the above"],

@@ -6,13 +6,13 @@ import random
 import pytest
 import torch
 
-from core.decision.option_model import OptionModel, Settings
-from core.decision.option_request import (
+from core.decision.option.model import OptionModel, Settings
+from core.decision.option.request import (
     OptionRequestError,
     load_request,
     parse_questions,
 )
-from core.decision.option_scorer import OptionScorer
+from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
 
 STATE = "Ticket 7\nMessage: I was charged twice; the servers are unreachable.\nNote: urgent please."
@@ -170,7 +170,7 @@ def test_request_text_cannot_write_the_marker(scorer):
 
 def test_decide_serves_the_letter_deciders_interface(scorer):
     from core.decision import Choice, Noul, Score
-    from core.decision.reports import probabilities
+    from core.decision.evaluation.reports import probabilities
 
     qs = [Choice("Which team?", ["billing", "security"]), Score("How urgent?", ["low", "high"]), Noul("Page?")]
     answers = scorer.decide(STATE, qs)
