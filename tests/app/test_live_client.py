@@ -104,3 +104,21 @@ def test_a_long_generation_does_not_block_another_session(app):
     assert not long_job.done(), "the other session's move waited for the long generation"
     a.predict(api_name="/live_stop")
     assert long_job.result(timeout=60 * WAIT_SCALE)[1].startswith("stopped")
+
+
+def test_public_space_typed_keys_get_one_refusal_over_http(app, monkeypatch):
+    """With SPACE_ID set, /live_check_model answers a missing path, a system folder, a file and an
+    absolute model folder with one note naming no path, and /live_start loads none of them."""
+    from demo.live import handlers
+
+    url, root = app
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.setattr(handlers, "PUBLIC", True)
+    client = Client(url, verbose=False)
+    keys = ["/no/such/model", "/etc", "/proc/self/environ", str(root / "slow"), str(root / "models" / "tiny")]
+    notes = {client.predict(str(root / "models"), key, "", api_name="/live_check_model") for key in keys}
+    assert len(notes) == 1 and "only folders inside the models folder" in next(iter(notes))
+    assert not re.search(r"(?:^|[\s(`'\"])/[A-Za-z]", next(iter(notes)))
+    for key in keys:
+        status = client.predict(key, "", "watch", *SETTINGS.values(), api_name="/live_start")[1]
+        assert "only folders inside the models folder" in status
