@@ -13,10 +13,11 @@ common prefix (logged), it never changes what the model sees.
 
 import logging
 import threading
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from core.clarify.model_slots import PerModel
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +115,9 @@ class KVStore:
             return [(len(e.ids), e.pinned) for e in self._entries.values()]
 
 
-_STORES: "weakref.WeakKeyDictionary[Any, KVStore]" = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
+_STORES = PerModel(KVStore)
 
 
 def store_for(model: Any) -> KVStore:
     """The one store of a loaded model, shared by every live session playing it (dropped with it)."""
-    with _STORES_LOCK:
-        store = _STORES.get(model)
-        if store is None:
-            store = _STORES[model] = KVStore()
-        return store
+    return _STORES.of(model)

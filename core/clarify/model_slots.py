@@ -10,7 +10,7 @@ turn in the queue, refusing it with ``ModelBusy`` once ``MODEL_QUEUE_ENV`` turns
 import os
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 MODEL_QUEUE_ENV = "CLARIFYLAB_MODEL_QUEUE"
 """How many turns may wait for one busy model (default ``DEFAULT_QUEUE``); one more is refused."""
@@ -66,14 +66,25 @@ class ModelSlot:
             self.waiting -= 1
 
 
-_SLOTS: "weakref.WeakKeyDictionary[Any, ModelSlot]" = weakref.WeakKeyDictionary()
-_SLOTS_LOCK = threading.Lock()
+class PerModel:
+    """One value per loaded model, made on first use and dropped with the model (slots, KV stores)."""
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make = make
+        self._values: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, model: Any) -> Any:
+        with self._lock:
+            value = self._values.get(model)
+            if value is None:
+                value = self._values[model] = self.make()
+            return value
+
+
+_SLOTS = PerModel(ModelSlot)
 
 
 def slot_for(model: Any) -> ModelSlot:
     """The one slot of a loaded model (dropped with it)."""
-    with _SLOTS_LOCK:
-        slot = _SLOTS.get(model)
-        if slot is None:
-            slot = _SLOTS[model] = ModelSlot()
-        return slot
+    return _SLOTS.of(model)
