@@ -90,8 +90,9 @@ def record_row(run: str, record: dict) -> dict:
         "recorded": float(recorded["score"]) if recorded else None,
         "text": _search_text(record),
     }
-    if breakdown:
-        row.update(breakdown.get("components") or {})
+    if breakdown:  # only the known components: a log's own names (``run``, ``score``) must not overwrite columns
+        components = breakdown.get("components") or {}
+        row.update({name: components[name] for name in COMPONENTS if name in components})
     return row
 
 

@@ -64,7 +64,7 @@ def read_log(path: str | Path, *, keep_valid: bool = False) -> tuple[Format, Log
     check_file(path)
     fmt = detect_format(path)
     if fmt == "episodes":
-        return fmt, read_episodes(path, strict=not keep_valid)
+        return fmt, renumber_repeats(read_episodes(path, strict=not keep_valid))
     try:
         items = json.loads(path.read_text(encoding=ENCODING))
     except RecursionError:
@@ -81,22 +81,38 @@ def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogRep
     """Convert a parsed published trace list; bad records raise, or are reported when ``keep_valid``."""
     if not isinstance(items, list):
         raise EpisodeLogError(f"{name}: a published trace file holds a JSON list, got {type(items).__name__}")
-    report, seen = LogReport(), {}
+    report = LogReport()
     for i, item in enumerate(items):
         try:
-            episode = convert_trace(item)
+            report.episodes.append(convert_trace(item))
         except (ValueError, TypeError, KeyError) as exc:
             message = f"{name} record {i}: {exc}"
             if not keep_valid:
                 raise EpisodeLogError(message) from None
             report.problems.append(message)
-            continue
-        key = (episode.policy, episode.scenario.id)
-        repeat = seen.get(key, 0)
-        seen[key] = repeat + 1
-        report.episodes.append(episode.model_copy(update={"sample": repeat}) if repeat else episode)
     if not report.episodes and not report.problems:
         raise EpisodeLogError(f"{name}: the file holds no episodes")
+    return renumber_repeats(report, note=False)  # a trace has no sample index: repeats are its samples
+
+
+def renumber_repeats(report: LogReport, note: bool = True) -> LogReport:
+    """Give each repeated episode id the scenario's next free sample index, so every id opens its
+    own episode; ``note`` says so in ``report.notes`` (one line, with the first renumbered id)."""
+    taken = {episode.id for episode in report.episodes}
+    seen: set[str] = set()
+    renamed: list[str] = []
+    for i, episode in enumerate(report.episodes):
+        if episode.id in seen:
+            sample = 0
+            while f"{episode.scenario.id}#{sample}" in taken:
+                sample += 1
+            renamed.append(f"{episode.id} → {episode.scenario.id}#{sample}")
+            episode = report.episodes[i] = episode.model_copy(update={"sample": sample})
+            taken.add(episode.id)
+        seen.add(episode.id)
+    if renamed and note:
+        report.notes.append(f"{len(renamed)} repeated episode id(s) renumbered so each opens its own episode "
+                            f"(first: {renamed[0]})")
     return report
 
 

@@ -23,15 +23,38 @@ _BLOCK = re.compile(r"^([#=+\-]|\d+(?=[.)]))")
 """A line start that would open a heading, list, rule or setext underline."""
 
 
+SHOWN_CHARS = 10_000
+"""Longest text shown for one field: a browser lays out a 1 MB word for minutes (218 s measured),
+while the longest text a shipped run holds is a few thousand characters (a model's raw turn)."""
+
+
+def shown(text: Any) -> str:
+    """Text capped for display at ``SHOWN_CHARS``, with a note of its full length (downloads keep it all)."""
+    text = str(text)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]} … [shown: the first {SHOWN_CHARS:,} of {len(text):,} characters]"
+
+
+def plot_text(text: Any) -> str:
+    """Untrusted text for any part of a plotly figure: a title, an axis or tick label, a legend
+    entry, an annotation, hover text or a value inside a hovertemplate.
+
+    Plotly reads tags in text (``<a href>``, ``<b>``, ``<span style>``) and substitutes ``%{...}``
+    in templates, while it shows entities as characters: ``< > &`` and ``%`` become entities.
+    """
+    return html.escape(shown(text), quote=False).replace("%", "&#37;")
+
+
 def inert(text: Any) -> str:
     """Untrusted text (a URL, an upload, a model or a visitor) as markdown that renders as itself.
 
     ``<`` ``>`` ``&`` become entities (no HTML element, no blockquote), the characters markdown
     acts on get a backslash (no emphasis, link, image, autolink or table), and each line starts
-    as plain text (no heading, list or code block); line breaks stay.
+    as plain text (no heading, list or code block); line breaks stay. Capped by ``shown``.
     """
     lines = []
-    for line in str(text).split("\n"):
+    for line in shown(text).split("\n"):
         line = _INLINE.sub(lambda m: "\\" + m.group(0) if m.group(0) else "\\", html.escape(line.lstrip(), quote=False))
         lines.append(_BLOCK.sub(lambda m: m.group(0) + "\\" if m.group(0)[0].isdigit() else "\\" + m.group(0), line))
     return "  \n".join(lines)
@@ -39,7 +62,7 @@ def inert(text: Any) -> str:
 
 def code(text: Any) -> str:
     """Untrusted text as an inline code span (shown literally), its fence longer than any backtick run inside."""
-    text = str(text).replace("\n", " ")
+    text = shown(text).replace("\n", " ")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -48,7 +71,7 @@ def code(text: Any) -> str:
 
 def fenced(text: Any, language: str = "") -> str:
     """Untrusted text as a fenced code block whose fence no run of backticks inside can close."""
-    text = str(text)
+    text = shown(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}"
@@ -182,8 +205,8 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     def tick(flag: bool) -> str:
         return "✓" if flag else "✗"
 
-    rows = [{"field": ("★ " if m.critical else "") + m.field, "hidden": m.hidden or "—",
-             "plan": m.planned or "—", "revealed": tick(m.revealed),
+    rows = [{"field": ("★ " if m.critical else "") + shown(m.field), "hidden": shown(m.hidden or "—"),
+             "plan": shown(m.planned or "—"), "revealed": tick(m.revealed),
              "matched": tick(m.matched) if m.hidden else "",
              "hallucinated": "⚠" if m.hallucinated else ""} for m in marks]
     return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])

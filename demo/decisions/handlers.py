@@ -19,6 +19,7 @@ from demo.decisions import plots
 from core.decision import reports
 from core.decision.familiarity import familiarity, warning
 from core.decision.questions import render_state
+from core.runs.episode_log import TOO_DEEP
 from core.runs.transcripts import inert
 from demo.decisions import builder as views
 
@@ -216,6 +217,13 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
+    try:
+        return _score(deciders, model, state, questions)
+    except RecursionError:  # json and repr recurse once per bracket; a state or question is a few levels deep
+        raise gr.Error(f"the state or questions are {TOO_DEEP}", print_exception=False) from None
+
+
+def _score(deciders: dict, model: str, state: str | dict, questions: dict | str | None) -> dict:
     try:
         questions = json.loads(questions) if isinstance(questions, str) and questions.strip() else questions
         if not questions and isinstance(state, dict) and "questions" in state:  # the whole request

@@ -7,6 +7,7 @@ running generation's flag (kept in this session's state), which halts the model 
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -65,13 +66,18 @@ def _end_panel():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1)
         with gr.Row(equal_height=True):
-            link = gr.HTML()
-            download = gr.File(label="This session's episodes (JSONL)", height=60)
-    return [panel, header, breakdown, marks, link, download]
+            with gr.Column(scale=2):
+                link = gr.HTML()
+                open_replays = gr.Button("↗ Open in Replays", size="sm")
+            download = gr.File(label="This session's episodes (JSONL)", height=60, scale=1)
+    return [panel, header, breakdown, marks, link, download], open_replays
 
 
-def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | None = None) -> None:
-    """Lay out the Live play tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | None = None) -> SimpleNamespace:
+    """Lay out the Live play tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events.
+
+    Returns the session state and the "Open in Replays" button, which app.py wires to this page's
+    Replays tab (a session's runs are listed to its own page only)."""
     models_dir = str(models_dir) if models_dir else None
     root, models = gr.State(str(replays_dir)), gr.State(models_dir)
     session = gr.State(None)
@@ -108,7 +114,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             card = gr.Markdown("Start an episode to see its task.")
             profile = gr.Dataframe(headers=["field (★ critical)", "hidden value"], label="Hidden profile",
                                    interactive=False, visible=False, wrap=True)
-    end = _end_panel()
+    end, open_replays = _end_panel()
     outputs = [session, chat, status, budget, card, profile, *end, user_row, agent_row]
 
     demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
@@ -130,3 +136,4 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     asked.then(lambda: "", None, [question], api_name=False)
     propose.click(h.propose_plan, [session, root, plan], outputs, api_name="live_propose", **quiet)
     info.click(h.task_info, [session, root], outputs, api_name="live_info", **quiet)
+    return SimpleNamespace(session=session, open_replays=open_replays)

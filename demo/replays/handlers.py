@@ -17,6 +17,7 @@ from demo.replays import plots
 from core.runs import replays
 from core.runs import transcripts
 from core.runs import uploads as uploads_store
+from core.runs.session_runs import OWNED
 from core.runs.episode_log import EpisodeLogError
 
 EPISODE_CHOICES_MAX = 1000
@@ -136,11 +137,31 @@ def upload_log(root, file, keep_valid, uploads, picked):
                 gr.update(), gr.update(), gr.update(), None)
     session = uploads_store.session_of((uploads or {}).values())
     key = uploads_store.STORE.put(session, run)
-    held = {n: k for n, k in (uploads or {}).items() if n != run.name and uploads_store.STORE.holds(k)}
+    held = {n: k for n, k in (uploads or {}).items()
+            if n != run.name and (k == OWNED or uploads_store.STORE.holds(k))}
     uploads = {**held, run.name: key}  # names of uploads the store dropped leave the pickers too
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
             gr.update(choices=names), gr.update(choices=names), None)
+
+
+def adopt_session_runs(root, uploads, live_session):
+    """The Replays tab opened: this page's own Live play runs join its runs (no other page lists them)."""
+    owned = live_session.owned_runs if live_session is not None else ()
+    uploads = {**(uploads or {}), **{name: OWNED for name in owned}}
+    names = replays.run_names(root, uploads)
+    return uploads, gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
+
+
+def open_session_episode(root, uploads, live_session, picked):
+    """Live play's "Open in Replays": this page's Replays tab, at the session's last episode."""
+    uploads, *choices = adopt_session_runs(root, uploads, live_session)
+    if live_session is None or not live_session.episodes:
+        return gr.update(), uploads, *choices, gr.update()
+    run, episode = live_session.run_name, live_session.episodes[-1].id
+    picked = [*[p for p in picked or [] if p != run], run]
+    return (gr.update(selected="replays"), uploads, gr.update(choices=choices[0]["choices"], value=picked),
+            *choices[1:], episode_key(run, episode))
 
 
 def _export_rows(root, uploads, runs, filter_values):

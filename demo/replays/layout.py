@@ -100,8 +100,10 @@ def _overview_tab() -> list[gr.Plot]:
     return [families, scores, questions, components]
 
 
-def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
-    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+def build(demo: gr.Blocks, replays_dir: str | Path) -> SimpleNamespace:
+    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events.
+
+    Returns what ``follow_live`` wires to the Live play tab."""
     # The session's uploads are keys into core.runs.uploads.STORE; closing the tab frees them.
     state = [gr.State(str(replays_dir)), gr.State({}, delete_callback=h.release_uploads)]
     top = _runs_bar()
@@ -113,6 +115,17 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
         with gr.Tab("Overview"):
             charts = _overview_tab()
     _wire(demo, state, top, ep, cmp, charts)
+    return SimpleNamespace(state=state, runs=top.runs, run_a=cmp.run_a, run_b=cmp.run_b, picker=ep.picker)
+
+
+def follow_live(tab: gr.Tab, tabs: gr.Tabs, shown: SimpleNamespace, played: SimpleNamespace) -> None:
+    """A page's own Live play runs join its Replays runs when the tab opens or "Open in Replays" is
+    pressed; they live in that page's state, so no other visitor's page lists or opens them."""
+    root, uploads = shown.state
+    pickers = [shown.runs, shown.run_a, shown.run_b]
+    tab.select(h.adopt_session_runs, [root, uploads, played.session], [uploads, *pickers], api_name=False)
+    played.open_replays.click(h.open_session_episode, [root, uploads, played.session, shown.runs],
+                              [tabs, uploads, *pickers, shown.picker], api_name=False)
 
 
 def _wire(demo, state, top, ep, cmp, charts) -> None:

@@ -11,7 +11,7 @@ import pytest
 from core.live import session as live
 from core.runs.episode_log import read_episodes
 from core.clarify.policies import revealing_question
-from core.runs.replays import discover_runs
+from core.runs.replays import discover_runs, load_run
 from core.loading import ModelCache
 from core.registry import local_entry
 from core.clarify.scenarios import generate_scenario, load_scenarios
@@ -92,8 +92,9 @@ def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
     assert log == tmp_path / session.run_name / "episodes.jsonl"
     assert read_episodes(log).episodes[0].policy == "human"
     assert json.loads((log.parent / "summary.json").read_text())["n"] == 1
-    listed = {run.name: run for run in discover_runs(tmp_path)}  # what the Replays tab lists
-    assert listed[session.run_name].n == 1 and listed[session.run_name].policy == "live session"
+    assert session.run_name not in {run.name for run in discover_runs(tmp_path)}  # listed to no other page
+    assert session.owned_runs == (session.run_name,)  # only this page's Replays tab lists it
+    assert load_run(tmp_path, session.run_name, owned=True).table["run"].tolist() == [session.run_name]
     with pytest.raises(live.LiveError, match="has ended"):
         live.agent_move(session, "ask_question", "more?")
 
@@ -117,6 +118,27 @@ def test_next_episode_keeps_the_session_run(tmp_path):
     assert ids == [f"{SCENARIO.id}#0", f"{SCENARIO.id}#1"]  # same scenario twice: distinct ids
     other = live.start("agent", SCENARIO, "v2", previous=second)  # another rubric: another run
     assert other.session_id != second.session_id and other.episodes == []
+    assert other.owned_runs == (second.run_name,)  # the page still owns the first rubric's run
+    third = live.agent_move(other, "propose_plan", "{}")
+    again = live.start("agent", SCENARIO, "v2", previous=third)
+    assert again.owned_runs == (second.run_name, third.run_name)  # each run once
+
+
+def test_a_huge_plan_is_refused_at_once_and_writes_nothing(tmp_path):
+    session = live.start("agent", SCENARIO)
+    plan = json.dumps({"notes": "x" * 5_000_000})
+    started = time.perf_counter()
+    with pytest.raises(live.LiveError, match=r"plans are limited to 2,000 characters \(yours has 5,000,013\)"):
+        live.agent_move(session, "propose_plan", plan)
+    assert time.perf_counter() - started < 1.0
+    assert not session.done and not session.episodes and not list(tmp_path.iterdir())
+    assert live.agent_move(session, "propose_plan", json.dumps({"notes": "x" * 1_900})).done  # under the bound
+
+
+@pytest.mark.parametrize("text", [7, None, ["{}"]])  # what an API caller may send instead of text
+def test_a_move_that_is_not_text_is_refused(text):
+    with pytest.raises(live.LiveError, match="takes text, got"):
+        live.agent_move(live.start("agent", SCENARIO), "propose_plan", text)
 
 
 def test_watch_mode_plays_to_the_end_with_a_scripted_model(tiny):
