@@ -24,6 +24,26 @@ CSS = """
 """
 
 
+def _count_note(n: int | str) -> str:
+    return f"{n} / {MAX_ANSWER_CHARS} characters"
+
+
+COUNT_JS = f"""(text) => {{
+  const n = text.trim().length;
+  return n > {MAX_ANSWER_CHARS}
+    ? `⚠ ${{n}} / {MAX_ANSWER_CHARS} characters: too long for the model, shorten it before sending`
+    : `${{n}} / {MAX_ANSWER_CHARS} characters`;
+}}"""
+"""The answer box's counter, run in the browser as the visitor types (no server call): it says
+the answer is too long before it is sent, as ``core.live.session.answer_question`` would refuse it."""
+
+
+def _clear_sent(session):
+    """Empty the answer box once its answer was taken; a refused answer stays there to shorten."""
+    waiting = session is not None and session.pending is not None
+    return (gr.update(), gr.update()) if waiting else ("", _count_note(0))
+
+
 def _pickers(models_dir):
     with gr.Row(equal_height=True):
         choices = h.model_choices(models_dir)
@@ -94,10 +114,12 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             chat = gr.Chatbot(label="Transcript", height=560, elem_id="live-chat", feedback_options=None,
                               group_consecutive_messages=False, buttons=["copy_all"])
             with gr.Row(visible=False, equal_height=True) as user_row:
-                reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
-                                   scale=4, max_length=MAX_ANSWER_CHARS,
-                                   placeholder="A short phrase, as the user would; the card on the right has "
-                                   "your profile (the model reads the whole episode in a 1,024-token context)")
+                with gr.Column(scale=4):
+                    # No max_length: the browser would cut a paste silently; the server refuses instead.
+                    reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
+                                       placeholder="A short phrase, as the user would; the card on the right has "
+                                       "your profile", elem_id="live-reply")
+                    reply_count = gr.Markdown(_count_note(0), elem_classes="live-note", elem_id="live-reply-count")
                 send = gr.Button("Send answer", variant="primary", scale=1)
             with gr.Column(visible=False) as agent_row:
                 with gr.Row(equal_height=True):
@@ -128,7 +150,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     go.click(h.play, [session, root], outputs + [stop_flag], api_name="live_continue", **slot)
     answered = gr.on([send.click, reply.submit], h.answer, [session, root, reply], outputs, api_name="live_answer",
                      **quiet)
-    answered.then(lambda: "", None, [reply], api_name=False).then(
+    reply.input(None, [reply], [reply_count], js=COUNT_JS, api_name=False)
+    answered.then(_clear_sent, [session], [reply, reply_count], api_name=False).then(
         h.play, [session, root], outputs + [stop_flag], api_name=False, **slot)
     stop.click(h.request_stop, [stop_flag], [status], api_name="live_stop", **quiet)
     asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask",

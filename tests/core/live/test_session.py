@@ -208,10 +208,12 @@ def test_overlong_visitor_text_is_refused_with_the_reason(tiny):
     texts = [call("ask_question", question=revealing_question(list(SCENARIO.hidden_profile)[0],
                                                               tuple(SCENARIO.hidden_profile), "v1"))]
     session = play(live.start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
-    with pytest.raises(live.LiveError, match=r"limited to 200 characters \(yours has 100000\).*1,024-token context"):
+    with pytest.raises(live.LiveError, match=r"limited to 80 characters \(yours has 100000\).*tool-call format"):
         live.answer_question(session, "x" * 100_000)
+    with pytest.raises(live.LiveError, match=r"limited to 80 characters \(yours has 81\)"):
+        live.answer_question(session, "x" * 81)  # refused, never cut
     assert session.pending is not None  # the question still waits; a short answer goes through
-    assert live.answer_question(session, "x" * live.MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 200
+    assert live.answer_question(session, "x" * live.MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 80
     with pytest.raises(live.LiveError, match="questions are limited to 300"):
         live.agent_move(live.start("agent", SCENARIO), "ask_question", "why? " * 1000)
 

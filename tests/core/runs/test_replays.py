@@ -371,3 +371,25 @@ def test_component_names_that_match_table_columns_stay_out_of_the_columns(tmp_pa
     assert row["run"] == "upload:columns.jsonl" and row["episode"] == run.episode(0).id
     assert row["score"] == run.episode(0).score and row["family"] == run.episode(0).scenario.family
     assert not filter_table(run.table, Filters(runs=(run.name,))).empty  # the episode stays visible
+
+
+@pytest.mark.parametrize("value, written", [
+    ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),  # a formula
+    ("+1+1", "'+1+1"),                                           # plus
+    ("-2+3", "'-2+3"),                                           # minus
+    ("@SUM(A1)", "'@SUM(A1)"),                                   # at
+    ("\tcmd", "'\tcmd"),                                         # a tab (OWASP's list)
+    ("seed1_event_planning_easy#0", "seed1_event_planning_easy#0"),  # an ordinary id
+    (-0.5, -0.5),                                                # numbers stay numbers
+])
+def test_csv_cells_that_start_like_a_formula_are_prefixed(value, written):
+    assert table.csv_cell(value) == written
+
+
+def test_the_exported_csv_writes_no_formula(tmp_path):
+    import csv
+
+    frame = table.episode_table([{**table.record_row("=cmd|' /C calc'!A0", json.loads(_good_lines()[0]))}])
+    out = table.export_csv(table.display_frame(frame), tmp_path)
+    rows = list(csv.DictReader(out.open()))
+    assert rows[0]["run"] == "'=cmd|' /C calc'!A0" and float(rows[0]["score"]) == round(frame["score"].iloc[0], 3)
