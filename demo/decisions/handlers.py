@@ -17,7 +17,7 @@ from demo.decisions import examples
 from core.decision import models
 from demo.decisions import plots
 from core.decision import reports
-from core.decision.familiarity import familiarity, warning
+from core.decision.familiarity import NO_SIGNAL, familiarity, set_note, warning
 from core.decision.questions import render_state
 from core.runs.episode_log import TOO_DEEP
 from core.runs.transcripts import inert
@@ -150,12 +150,17 @@ def _familiarity(deciders: dict, state) -> dict:
     an endpoint has no such vocabulary.
     """
     text = render_state(state)
-    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items()
-            if hasattr(d, "overruns") or getattr(d, "own_vocabulary", False)}
+    return {key: familiarity(d.tokenizer, text) for key, d in deciders.items() if _has_signal(d)}
+
+
+def _has_signal(decider) -> bool:
+    return hasattr(decider, "overruns") or getattr(decider, "own_vocabulary", False)
 
 
 def _ood_cell(found) -> str:
-    return (f"⚠ unlike it ({found.rate:.0%} unknown words)" if found.out_of_distribution
+    if found is None:
+        return NO_SIGNAL.split(":")[0]
+    return (f"⚠ unlike it ({max(found.rate, found.pair_rate):.0%} unknown)" if found.out_of_distribution
             else f"like it ({found.rate:.0%} unknown)")
 
 
@@ -169,7 +174,7 @@ def _table(result: views.AskResult, known: dict, sources: dict) -> pd.DataFrame:
                         "" if conf is None else round(conf, 3), "" if conf is None else sources.get(key, RESCALED),
                         round(ans["max_p"], 3),
                         round(ans["entropy_confidence"], 3), "" if extra is None else round(extra, 3),
-                        round(r.margin, 3), _ood_cell(known[key]) if key in known else ""])
+                        round(r.margin, 3), _ood_cell(known.get(key))])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
@@ -198,7 +203,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
     qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, views.parse_state(state)) if result.answers else {}
-    notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
+    notes = "\n\n".join(inert(warning(known.get(key), key)) for key in result.answers)
     sources = {k: getattr(d, "confidence_source", "as the endpoint reports it" if getattr(d, "path_name", "") ==
                           "endpoint" else RESCALED) for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
@@ -237,8 +242,8 @@ def _score(deciders: dict, model: str, state: str | dict, questions: dict | str 
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
     found = _familiarity({model: deciders[model]}, views.parse_state(state)).get(model)
-    if found is not None:  # our own models only (see _familiarity)
-        out["familiarity"] = {**found.record(), "warning": warning(found, model)}
+    # our own models measure it (see _familiarity); any other says it has no signal
+    out["familiarity"] = {**(found.record() if found else {"out_of_distribution": None}), "warning": warning(found, model)}
     return out
 
 
@@ -288,6 +293,10 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
     note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    if source == evalset.SOURCES[2]:  # an uploaded set: is it the kind of text the models were trained on?
+        states = [render_state(i.state) for i in items]
+        note += "".join(f"\n\n{inert(set_note(d.tokenizer if _has_signal(d) else None, states, k))}"
+                        for k, d in deciders.items())
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
