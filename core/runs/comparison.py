@@ -55,6 +55,10 @@ def run_rubric(frame: pd.DataFrame, name: str) -> str:
     return versions[0] if versions else "?"
 
 
+SHOWN_COLUMNS = ["scenario", "family", "difficulty", "score_a", "score_b", "diff"]
+"""The per-scenario table's columns a reader sees (``Comparison.table`` adds the two episode ids)."""
+
+
 def _per_scenario(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby("scenario", observed=True, sort=False).agg(
         family=("family", "first"), difficulty=("difficulty", "first"), score=("score", "mean"),
@@ -119,7 +123,7 @@ def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:
     d = comp.difference
     if d.n == 0:
         return f"`{run_a}` and `{run_b}` share no scenario."
-    sign = "higher" if d.lo > 0 else "lower" if d.hi < 0 else "not distinguishable from"
+    sign = "higher than" if d.lo > 0 else "lower than" if d.hi < 0 else "not distinguishable from"
     return (f"On **{d.n}** shared scenarios (rubric {comp.rubric}), `{run_a}` − `{run_b}` = **{d.mean:+.3f}** "
             f"(95% paired bootstrap interval {d.lo:+.3f} to {d.hi:+.3f}): a is {sign} b. "
             f"Scenarios only in a: {comp.only_a}, only in b: {comp.only_b}.")

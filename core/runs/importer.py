@@ -204,10 +204,11 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
     revealed = [r["field_revealed"] for _, c, _, r in steps if r.get("field_revealed")]
     last = steps[-1][1] if steps else None
     # A plan call ends an episode whatever its result holds; only without one did it run out of steps.
-    termination = "plan" if plans else "unparseable" if steps and last is None else "max_steps"
+    # A trace without a single agent turn does not say how it ended: "running", never a made-up end.
+    termination = "plan" if plans else "running" if not steps else "unparseable" if last is None else "max_steps"
     # A failed gate forces the score to 0, so a positive recorded score means the gate passed
-    # (the recorded FormatCheck of a published trace may be stale, or missing).
-    gate = recorded.score > 0 or recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5
+    # (the recorded FormatCheck of a published trace may be stale, or missing); no turns, no plan, no pass.
+    gate = bool(steps) and (recorded.score > 0 or recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5)
     weights = {f"{k}Rubric": w for k, w in RUBRIC_WEIGHTS.items()}
     breakdown = RewardBreakdown(rubric="v1", total=recorded.score, gate_passed=gate,
                                 components=recorded.breakdown, weights=weights)

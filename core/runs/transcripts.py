@@ -153,7 +153,7 @@ def chat_messages(episode: Episode) -> list[Message]:
     messages: list[Message] = [{"role": "user", "content": inert(episode.scenario.request)}]
     for turn in episode.turns:
         messages.extend(turn_messages(episode, turn))
-    verdict = f"**Episode ended: {episode.termination}** · score **{episode.score:.3f}**"
+    verdict = f"**{ending(episode).capitalize()}** · score **{episode.score:.3f}**"
     if episode.breakdown is not None:
         verdict += " · format gate " + ("passed" if episode.breakdown.gate_passed else "**failed**")
     if episode.recorded is not None:
@@ -198,6 +198,10 @@ def field_marks(episode: Episode) -> list[FieldMark]:
     return marks
 
 
+MARK_COLUMNS = ["field", "hidden", "plan", "revealed", "matched", "hallucinated"]
+"""The profile-vs-plan table's columns (its headers before any episode is shown, too)."""
+
+
 def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     """Field marks as a table with ✓/✗ columns (blank where a mark does not apply)."""
     import pandas as pd
@@ -209,7 +213,7 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
              "plan": shown(m.planned or "—"), "revealed": tick(m.revealed),
              "matched": tick(m.matched) if m.hidden else "",
              "hallucinated": "⚠" if m.hallucinated else ""} for m in marks]
-    return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
+    return pd.DataFrame(rows, columns=MARK_COLUMNS)
 
 
 def zero_reasons(episode: Episode) -> dict[str, str]:
@@ -249,6 +253,13 @@ def _scenario_facts(episode: Episode) -> str:
     return f"{difficulty} · {episode.questions_asked}/{sc.max_questions} questions · {revealed}{source}"
 
 
+def ending(episode: Episode, ended: str = "Episode ended: {}") -> str:
+    """How the episode ended (``ended`` formats the reason); a log that shows no end says so."""
+    if episode.termination != "running":
+        return ended.format(episode.termination)
+    return "not ended in the log" + (" (it holds no agent turn)" if not episode.turns else "")
+
+
 def episode_header(episode: Episode, run: str) -> str:
     """A two-line markdown summary of one episode for the top of the episode view."""
     gate = "" if episode.breakdown is None else (
@@ -259,4 +270,4 @@ def episode_header(episode: Episode, run: str) -> str:
     return (f"### {inert(episode.id)} · score **{episode.score:.3f}**{gate}{recorded}\n"
             f"{code(run)} · policy {code(episode.policy)} · rubric {episode.rubric} · "
             f"{inert(episode.scenario.family)} · {_scenario_facts(episode)} · "
-            f"ended by **{episode.termination}** · ★ = critical field")
+            f"{ending(episode, 'ended by **{}**')} · ★ = critical field")

@@ -14,6 +14,7 @@ import gradio as gr
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
+from core.runs.transcripts import MARK_COLUMNS
 from demo.live import handlers as h
 
 GENERATION_SLOTS = 2
@@ -84,7 +85,8 @@ def _end_panel():
         header = gr.Markdown()
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
-            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1)
+            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1,
+                                 headers=MARK_COLUMNS)
         with gr.Row(equal_height=True):
             with gr.Column(scale=2):
                 link = gr.HTML()

@@ -24,6 +24,7 @@ EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
+RUN_COLUMNS = ["run", "policy", "rubric", "scenarios", "n", "avg score", "95% interval", "completion"]
 
 
 def no_pair() -> tuple[dict, dict]:
@@ -39,8 +40,7 @@ def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
              "95% interval": "" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",
              "completion": None if r.completion_rate is None else f"{r.completion_rate:.0%}"}
             for r in infos]
-    return pd.DataFrame(rows, columns=["run", "policy", "rubric", "scenarios", "n", "avg score",
-                                       "95% interval", "completion"])
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 def episode_key(run: str, episode_id: str) -> str:
@@ -92,7 +92,7 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
-    count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
+    count = f"**{len(rows)}** episode{'' if len(rows) == 1 else 's'}" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
     return table.display_frame(rows), gr.update(choices=picks), f"{warn}\n\n{count}" if warn else count
 
@@ -217,7 +217,7 @@ def compare(root, uploads, run_a, run_b):
         return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
                 gr.update(choices=[], value=None), *no_pair())
     gap = comparison.largest_gap(comp)
-    return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
+    return (comparison.comparison_note(comp, run_a, run_b), comp.table[comparison.SHOWN_COLUMNS],
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=gap),
             *(compare_episode(root, uploads, run_a, run_b, gap) if gap else no_pair()))
