@@ -28,12 +28,16 @@ SHOWN_CHARS = 10_000
 while the longest text a shipped run holds is a few thousand characters (a model's raw turn)."""
 
 
-def shown(text: Any) -> str:
-    """Text capped for display at ``SHOWN_CHARS``, with a note of its full length (downloads keep it all)."""
+PLOT_CHARS = 120
+"""Longest text in a figure (a tick label, a legend entry, a hover line): names are a few words."""
+
+
+def shown(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """Text capped for display at ``limit``, with a note of its full length (downloads keep it all)."""
     text = str(text)
-    if len(text) <= SHOWN_CHARS:
+    if len(text) <= limit:
         return text
-    return f"{text[:SHOWN_CHARS]} … [shown: the first {SHOWN_CHARS:,} of {len(text):,} characters]"
+    return f"{text[:limit]} … [shown: the first {limit:,} of {len(text):,} characters]"
 
 
 def plot_text(text: Any) -> str:
@@ -43,7 +47,7 @@ def plot_text(text: Any) -> str:
     Plotly reads tags in text (``<a href>``, ``<b>``, ``<span style>``) and substitutes ``%{...}``
     in templates, while it shows entities as characters: ``< > &`` and ``%`` become entities.
     """
-    return html.escape(shown(text), quote=False).replace("%", "&#37;")
+    return html.escape(shown(text, PLOT_CHARS), quote=False).replace("%", "&#37;")
 
 
 def inert(text: Any) -> str:

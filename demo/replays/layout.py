@@ -72,9 +72,11 @@ def _episodes_tab() -> SimpleNamespace:
         csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
         jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
     export = gr.File(label="Download", visible=False, height=60)
-    # The id column is capped (it wraps) so the longest id does not push the other columns off-screen.
+    # Fixed widths (ids wrap) so the longest id does not push the other columns off-screen; with a
+    # "recorded" column (imported logs) the run column after it sizes itself.
     table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table", wrap=True,
-                         headers=EPISODE_COLUMNS, column_widths=["26%"],
+                         headers=EPISODE_COLUMNS,
+                         column_widths=["24%", "13%", "8%", "6%", "5%", "8%", "7%", "6%", "10%", "13%"],
                          label="Episodes (click a row to open it; click a header to sort)")
     picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
     view = _episode_view()
@@ -90,7 +92,7 @@ def _compare_tab() -> SimpleNamespace:
     plot = gr.Plot(show_label=False)
     table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores", wrap=True,
                          headers=SHOWN_COLUMNS,
-                         column_widths=["34%"])
+                         column_widths=["34%", "18%", "12%", "12%", "12%", "12%"])
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)
     with gr.Row():

@@ -89,15 +89,17 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
         return _empty(title, "no episodes selected")
     runs = list(frame["run"].astype(str).unique())
     fig = go.Figure(layout=dict(title=title, barmode="stack", **_LAYOUT))
+    listed: set[str] = set()  # each family gets one legend entry, from the first run that has it
     for i, run in enumerate(runs):
         rows = frame[frame["run"] == run]
         for family, fam_rows in rows.groupby("family", observed=True):
             fig.add_histogram(x=fam_rows[column], name=label(family), legendgroup=label(family), xbins=bins,
                               marker=dict(color=family_color(family),
                                           pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
-                              showlegend=i == 0, offsetgroup=str(i),
+                              showlegend=family not in listed, offsetgroup=str(i),
                               meta=[label(run), label(family)],
                               hovertemplate="%{meta[0]}<br>%{meta[1]}<br>%{x}: %{y} episodes<extra></extra>")
+            listed.add(family)
     _run_legend(fig, runs)
     fig.update_xaxes(title=xtitle, range=xrange)
     fig.update_yaxes(title="episodes")
