@@ -17,9 +17,12 @@ CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
 .dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
 .dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
-#dq-table th, #dq-table th * { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+#dq-table th, #dq-table th *, #dq-table td, #dq-table td * { word-break: keep-all !important;
+  overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
+#dq-table th, #dq-table td { padding: 4px 5px !important; font-size: 12px !important; }
+#dq-table th * { white-space: normal !important; overflow: visible !important; }
 """
-ANSWER_WIDTHS = ["13%", "6%", "10%", "10%", "12%", "7%", "8%", "9%", "8%", "17%"]
+ANSWER_WIDTHS = ["11%", "5%", "9%", "11%", "12%", "7%", "10%", "10%", "8%", "17%"]
 """Answers table columns (``h.TABLE_COLUMNS``): wide enough that no header breaks inside a word and the
 last column ("input vs training") stays on screen."""
 STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
