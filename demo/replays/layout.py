@@ -15,7 +15,7 @@ from core.records import Termination
 from core.runs.comparison import SHOWN_COLUMNS
 from core.runs.episode_table import TABLE_COLUMNS
 from core.runs.transcripts import MARK_COLUMNS
-from demo.replays.plots import family_legend
+from demo.plots import family_legend
 from demo.replays import handlers as h
 
 TERMINATIONS = list(Termination.__args__)

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 import app as app_module
-from tests.app.harness import launched
+from tests.app.harness import WAIT_MS, launched
 
 pytestmark = pytest.mark.browser
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
@@ -55,8 +55,8 @@ def _assert_inert(page, requests, shot):
 def test_deep_link_payload_is_text(browser, app_url, tmp_path, query):
     page, requests = _watched_page(browser)
     page.goto(f"{app_url}/?{urlencode(query)}")
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)  # shown literally
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)  # shown literally
     _assert_inert(page, requests, tmp_path / "deep_link.png")
 
 
@@ -79,13 +79,13 @@ def _payload_log(tmp_path) -> Path:
 def test_uploaded_log_payload_is_text(browser, app_url, tmp_path):
     page, requests = _watched_page(browser)
     page.goto(app_url)
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
     page.locator("input[type=file]").first.set_input_files(str(_payload_log(tmp_path)))
-    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=WAIT_MS)
     picker = page.get_by_label("Episode", exact=True)
     picker.click()
     page.get_by_role("option", name="upload:payload.jsonl", exact=False).first.click()
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
     _assert_inert(page, requests, tmp_path / "uploaded_log.png")
 
 
@@ -95,14 +95,14 @@ def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
     page.get_by_role("tab", name="Live play").click()
     page.get_by_label("You are the agent").check()
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Ask the user").fill(PAYLOAD.replace("\n", " "))
     page.get_by_role("button", name="Ask", exact=True).click()
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
     path = page.get_by_label("…or a local model folder (Hugging Face layout)")
     path.fill(IMG + " " + LINK)
     path.press("Enter")
-    page.get_by_text("local model folder", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("local model folder", exact=False).first.wait_for(timeout=WAIT_MS)
     page.wait_for_timeout(1000)
     _assert_inert(page, requests, tmp_path / "live_visitor.png")
 
@@ -110,8 +110,6 @@ def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
 FIGURE_PAYLOAD = (f'<a href="http://{HOST}/c">Click me</a> <span style="color:rgb(255,0,0)">STYLED</span> '
                   '<b>bold</b> %{x}')
 """A name plotly would turn into a link, styled text or a template value if it were not escaped."""
-FIGURE_WAIT_MS = 30_000
-"""How long a figure may take to appear under load (one named wait, never a literal)."""
 
 
 def _figure_payload_log(tmp_path) -> Path:
@@ -137,23 +135,23 @@ def _assert_figures_inert(page, requests, shot):
 def test_names_in_every_figure_are_text(browser, app_url, tmp_path):
     page, requests = _watched_page(browser)
     page.goto(app_url)
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=FIGURE_WAIT_MS)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
     page.locator("input[type=file]").first.set_input_files(str(_figure_payload_log(tmp_path)))
-    page.get_by_text("Opened upload:figures.jsonl", exact=False).wait_for(timeout=FIGURE_WAIT_MS)
+    page.get_by_text("Opened upload:figures.jsonl", exact=False).wait_for(timeout=WAIT_MS)
     picker = page.get_by_label("Episode", exact=True)
     picker.click()
     page.get_by_role("option", name="upload:figures.jsonl", exact=False).first.click()
     why = page.locator("svg text", has_text="= 0")  # the "why 0" lines
-    why.first.wait_for(timeout=FIGURE_WAIT_MS)
+    why.first.wait_for(timeout=WAIT_MS)
     _hover_first_bar(page.locator(".js-plotly-plot", has=why))  # hover text of the breakdown bars
     _assert_figures_inert(page, requests, tmp_path / "breakdown.png")
     page.get_by_role("tab", name="Overview").click()
     legend = page.locator(".legendtext", has_text="<span style=")  # a legend entry
-    legend.first.wait_for(timeout=FIGURE_WAIT_MS)
+    legend.first.wait_for(timeout=WAIT_MS)
     _hover_first_bar(page.locator(".js-plotly-plot", has=legend))
     _assert_figures_inert(page, requests, tmp_path / "overview.png")
 
 
 def _hover_first_bar(plot):
-    plot.locator(".bars path").first.hover(timeout=FIGURE_WAIT_MS, force=True)  # plotly's drag layer takes the mouse
-    plot.locator(".hoverlayer text").first.wait_for(timeout=FIGURE_WAIT_MS)  # the hover label is drawn
+    plot.locator(".bars path").first.hover(timeout=WAIT_MS, force=True)  # plotly's drag layer takes the mouse
+    plot.locator(".hoverlayer text").first.wait_for(timeout=WAIT_MS)  # the hover label is drawn
