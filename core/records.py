@@ -5,9 +5,10 @@ models with ``extra="forbid"``, so a malformed log or a typo in a field name fai
 edge instead of flowing on as a dict. The episode record is versioned (``EPISODE_VERSION``).
 """
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 Difficulty = Literal["easy", "medium", "hard"]
 Value = str | int | float
@@ -18,6 +19,19 @@ Termination = Literal["plan", "over_budget", "max_steps", "unparseable", "runnin
 the step limit was reached; the agent's turn held no parseable tool call; or not ended yet."""
 
 EPISODE_VERSION = 1
+
+def _unit(value: float) -> float:
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0 + 1e-9:  # 1e-9: a weighted sum's rounding
+        raise ValueError(f"must be a finite number in [0, 1], got {value}")
+    return value
+
+
+Unit = Annotated[float, AfterValidator(_unit)]
+"""A score or rubric component: a finite number in [0, 1]."""
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A reward or weight: any finite number (step rewards may be negative)."""
+Count = Annotated[int, Field(ge=0)]
+"""A count or index: 0 or more."""
 
 
 class _Record(BaseModel):
@@ -73,8 +87,8 @@ class Scenario(_Record):
     """Keys a plan must hold to pass the format gate (the family's list)."""
     field_keys: list[str]
     """Sorted profile keys."""
-    max_steps: int
-    max_questions: int = 6
+    max_steps: Count
+    max_questions: Count = 6
 
     @property
     def id(self) -> str:
@@ -95,19 +109,19 @@ class RewardBreakdown(_Record):
     """A rubric's verdict on one episode: the total and every component, always fresh."""
 
     rubric: Literal["v1", "v2"]
-    total: float
+    total: Unit
     """Final score in [0, 1]; 0 when the gate fails."""
     gate_passed: bool
-    components: dict[str, float]
+    components: dict[str, Unit]
     """Component name (as published, e.g. ``FieldMatchRubric``) -> value in [0, 1]."""
-    weights: dict[str, float]
+    weights: dict[str, Finite]
     """Component name -> weight in the weighted sum (the gate has none)."""
 
 
 class Turn(_Record):
     """One agent step and the environment's answer to it."""
 
-    index: int
+    index: Count
     """0-based step number within the episode."""
     raw: str
     """The agent's raw text for this step (scripted policies write the call they made)."""
@@ -117,8 +131,18 @@ class Turn(_Record):
     """Why ``raw`` could not be parsed, when ``call`` is None."""
     result: dict[str, Any] = Field(default_factory=dict)
     """The tool's result fields, or ``{"error": ...}``."""
-    reward: float = 0.0
+    reward: Finite = 0.0
     """Per-step reward (ask_question table, 0 for get_task_info, the score for propose_plan)."""
+
+    @field_validator("result")
+    @classmethod
+    def _scored_result(cls, result: dict[str, Any]) -> dict[str, Any]:
+        """A result's ``score`` (a plan's verdict) is shown as a number, so it must be one."""
+        score = result.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                                  or not math.isfinite(score)):
+            raise ValueError(f"its score must be a finite number, got {score!r:.40}")
+        return result
 
 
 class Generation(_Record):
@@ -137,8 +161,8 @@ class Recorded(_Record):
 
     source: str
     """Where the episode came from (e.g. ``published-trace``)."""
-    score: float
-    breakdown: dict[str, float] = Field(default_factory=dict)
+    score: Unit
+    breakdown: dict[str, Unit] = Field(default_factory=dict)
     label: str | None = None
     """The source's model label."""
 
@@ -151,7 +175,7 @@ class Episode(_Record):
     scenario: Scenario
     policy: str
     """Policy or model identity (``oracle``, ``model:checkpoints/clarify-grpo``, ...)."""
-    sample: int = 0
+    sample: Count = 0
     """Sample index when a scenario is played K times."""
     generation: Generation = Field(default_factory=Generation)
     rubric: Literal["v1", "v2"]
@@ -160,11 +184,12 @@ class Episode(_Record):
     """The final parsed plan, or None when no plan parsed."""
     plan_raw: str | None = None
     """The plan argument exactly as the agent gave it."""
-    score: float = 0.0
+    score: Unit = 0.0
+    """In [0, 1]."""
     breakdown: RewardBreakdown | None = None
     """Set on every ended episode (gate failures included); None only while running."""
     termination: Termination = "running"
-    questions_asked: int = 0
+    questions_asked: Count = 0
     fields_revealed: list[str] = Field(default_factory=list)
     recorded: Recorded | None = None
     """Scores from an imported source log, when there is one."""

@@ -90,8 +90,9 @@ def record_row(run: str, record: dict) -> dict:
         "recorded": float(recorded["score"]) if recorded else None,
         "text": _search_text(record),
     }
-    if breakdown:
-        row.update(breakdown.get("components") or {})
+    if breakdown:  # only the known components: a log's own names (``run``, ``score``) must not overwrite columns
+        components = breakdown.get("components") or {}
+        row.update({name: components[name] for name in COMPONENTS if name in components})
     return row
 
 
@@ -152,8 +153,20 @@ def display_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[shown].round({"score": 3, "recorded": 3})
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""Cell starts a spreadsheet reads as a formula (OWASP's CSV-injection list)."""
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet shows as text: one that starts like a formula gets a leading ``'``."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
-    """Write table rows to a fresh CSV file and return its path."""
+    """Write table rows to a fresh CSV file and return its path; text from logs (episode ids, run
+    names) that starts like a formula is written with a leading ``'`` so it stays text."""
     out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
-    rows.to_csv(out, index=False)
+    text = rows.select_dtypes(exclude="number").columns
+    safe = rows.assign(**{c: rows[c].astype(object).map(csv_cell) for c in text})
+    safe.to_csv(out, index=False)
     return out
