@@ -15,6 +15,7 @@ from typing import Any
 
 from core.clarify.environment import ClarifyEnv
 from core.clarify.rubrics import RubricVersion
+from core.clarify.service import own_result
 from core.records import Episode, Generation, Scenario, ToolCall, Turn
 
 
@@ -102,6 +103,7 @@ class RemoteEnv:
         result = obs.result.get("data") if isinstance(obs.result, dict) else None
         if not isinstance(result, dict):
             raise RuntimeError(f"the service answered {call.name} without a result object: {obs.result!r:.200}")
+        result = own_result(call.name, result)
         if not self.done:
             self.steps += 1
         if "questions_remaining" in result and not result.get("over_cap"):
@@ -131,10 +133,15 @@ class RemoteEnv:
         return turn
 
     def episode(self, policy: str, sample: int = 0, generation: Generation | None = None) -> Episode:
-        """The service's record of this episode, under this client's policy name (or, after a turn
-        with no call, the local replay's record)."""
+        """The service's record of this episode, under this client's policy name, with each turn's
+        ``raw`` and ``parse_error`` as the policy wrote them (the wire carries only the call, so the
+        server records its rendered form); after a turn with no call, the local replay's record."""
         episode = served_episode(self.client) if self._local is None else self._local.episode("service")
-        update: dict[str, Any] = {"policy": policy, "sample": sample}
+        if len(episode.turns) != len(self.turns):
+            raise RuntimeError(f"the service recorded {len(episode.turns)} turns, this client {len(self.turns)}")
+        turns = [t.model_copy(update={"raw": mine.raw, "parse_error": mine.parse_error})
+                 for t, mine in zip(episode.turns, self.turns)]
+        update: dict[str, Any] = {"policy": policy, "sample": sample, "turns": turns}
         if generation is not None:
             update["generation"] = generation
         return episode.model_copy(update=update)
