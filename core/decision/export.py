@@ -154,12 +154,18 @@ def portable_tokenizer_config(path: Path) -> None:
     """Make a transformers-5 tokenizer_config.json readable by transformers 4.57 (the published pin).
 
     transformers 5 names a plain tokenizers-backed tokenizer ``TokenizersBackend``, a class 4.x does
-    not have; ``PreTrainedTokenizerFast`` is the same class under both. The loader-only keys it
-    adds (``backend``, ``is_local``, ``local_files_only``) are dropped.
+    not have; ``PreTrainedTokenizerFast`` is the same class under both. transformers 5 writes the
+    extra special tokens as a list under ``extra_special_tokens``, where 4.57 expects a dict of
+    named tokens (a list fails there with "'list' object has no attribute 'keys'"); both read the
+    list under its 4.x name ``additional_special_tokens`` (5.x renames it back when loading). The
+    loader-only keys 5.x adds (``backend``, ``is_local``, ``local_files_only``) are dropped.
     """
     cfg = json.loads(path.read_text())
     if cfg.get("tokenizer_class") == "TokenizersBackend":
         cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    if isinstance(cfg.get("extra_special_tokens"), list):
+        listed = cfg.pop("extra_special_tokens")
+        cfg["additional_special_tokens"] = list(dict.fromkeys([*cfg.get("additional_special_tokens", []), *listed]))
     for key in ("backend", "is_local", "local_files_only"):
         cfg.pop(key, None)
     path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
