@@ -37,6 +37,14 @@ LEGACY_BODY, LEGACY_ROWS, LEGACY_KEY = "body.safetensors", "letter_rows.safetens
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json",
                    "special_tokens_map.json", "added_tokens.json", "chat_template.jinja")
 """The tokenizer files of the published export (those present are hashed)."""
+GUARD_TEMPLATE = "decision_template.jinja"
+"""Where transformers' decision pipeline looks for a model's prompt template. Ours refuses with
+what to import: without ``core.decision.auto_model`` a plain ``pipeline("decision", model=EXPORT)``
+builds a Qwen3 causal LM with an untrained lm_head, whose answers would be noise."""
+GUARD_MESSAGE = ("This folder is a ClarifyLab letter-readout export (rlcd-decision-only-v1): it has no language-model "
+                 "head, so transformers built one at random. `import core.decision.auto_model` before "
+                 "pipeline(\"decision\", ...) or `transformers serve`, or load it with "
+                 "core.decision.export.load_decider(folder).")
 CONFIG_HASHES = "clarifylab_sha256"
 """decision.json field: sha256 of config.json and the tokenizer files (ours; the published loader ignores it)."""
 WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
@@ -135,6 +143,7 @@ def export_decision(directory: str | Path, body, rows: torch.Tensor, tokenizer, 
     config.save_pretrained(out)
     tokenizer.save_pretrained(out)
     portable_tokenizer_config(out / "tokenizer_config.json")
+    write_guard_template(out)
     card = {
         "format": FORMAT, "source": base_model, "base_model": base_model, "model_type": config.model_type,
         "hidden_size": int(rows.shape[1]), "letters": list(LETTERS), "letter_ids": letter_token_ids(tokenizer),
@@ -169,6 +178,13 @@ def portable_tokenizer_config(path: Path) -> None:
     for key in ("backend", "is_local", "local_files_only"):
         cfg.pop(key, None)
     path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_guard_template(directory: Path) -> Path:
+    """``GUARD_TEMPLATE``: a decision template that only raises ``GUARD_MESSAGE`` (see there)."""
+    path = directory / GUARD_TEMPLATE
+    path.write_text("{{ raise_exception(" + json.dumps(GUARD_MESSAGE) + ") }}\n")
+    return path
 
 
 def export_causal_lm(directory: str | Path, model, tokenizer, **kwargs) -> Path:
