@@ -140,3 +140,41 @@ def test_the_published_training_wrapper_builds_its_prompt_from_our_reset(url):
 
     assert fields == ", ".join(FAMILIES[family].required)
     assert request in FAMILIES[family].requests
+
+
+@pytest.fixture(scope="module")
+def published_url(tmp_path_factory):
+    """The published server itself (``server.app:app`` of the copy), or skip."""
+    from tests.core.clarify.test_serve import free_port, wait_healthy
+
+    src = published_copy()
+    port = free_port()
+    log = (tmp_path_factory.mktemp("published") / "server.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "server.app:app", "--port", str(port),
+                             "--log-level", "warning"], cwd=src, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": str(src), "GRADIO_ANALYTICS_ENABLED": "False"})
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.parametrize("name", ["oracle", "guess"])
+def test_scripted_policies_submit_their_plan_to_the_published_server(published_url, name):
+    from core.clarify.policies import make_policy
+    from core.clarify.remote import connect, is_published_server, play_remote
+    from core.runs.eval import episode_rng, play_episode
+    from tests.core.clarify.test_serve import PUBLISHED_50
+
+    client = connect(published_url)
+    try:
+        assert is_published_server(client)
+        scenarios = PUBLISHED_50[:10]
+        served = [play_remote(make_policy(name), s, client, episode_rng(0, s, 0)) for s in scenarios]
+    finally:
+        client.close()
+    assert served == [play_episode(make_policy(name), s) for s in scenarios]  # rewards and ends checked per call
+    assert all(e.termination == "plan" for e in served) and sum(e.score for e in served) > 0
