@@ -1,11 +1,12 @@
 """The clarify environment as an OpenEnv service: openenv-core's server, our environment inside.
 
-    python -m core.clarify.serve --rubric v1 --host 127.0.0.1 --port 8000
+    python -m core.clarify.serve --rubric v1 --host 127.0.0.1 --port 8000 [--workers 4]
 
 Each WebSocket connection (``openenv.core.mcp_client.MCPToolClient``, default mode) gets its own
 ``ClarifySession``; ``reset(task_id=..., seed=...)``, ``list_tools()`` and
 ``call_tool(name, **arguments)`` reach it, rewards and ``done`` ride on every step, and the
-``state`` message carries the episode as our ``Episode`` record (docs/scale_out.md). openenv-core
+``state`` message carries the episode as our ``Episode`` record; reset and tool results carry the
+published server's fields beside ours, so its clients run unchanged (docs/scale_out.md). openenv-core
 imports gradio when it loads, so core/ imports it only inside the functions that build a server.
 """
 
