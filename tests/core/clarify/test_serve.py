@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -52,21 +53,30 @@ def wait_healthy(url: str, proc: subprocess.Popen | None = None, timeout: float 
     raise TimeoutError(f"no server at {url}")
 
 
+@contextmanager
+def server_process(command: list[str], log_path: Path, cwd: Path = ROOT, env: dict | None = None):
+    """``python COMMAND`` serving on a free port (``{port}`` in the command), logging to a file (a
+    pipe nobody reads would fill up); yields its URL, stops it after."""
+    port = free_port()
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, *(a.format(port=port) for a in command)], cwd=cwd, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}", proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    port = free_port()
-    log = (tmp_path_factory.mktemp("serve") / "server.log").open("w")  # a pipe nobody reads would fill up
-    proc = subprocess.Popen([sys.executable, "-m", "core.clarify.serve", "--rubric", "v1", "--port", str(port),
-                             "--max-sessions", "40"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        # the server logs nothing but its banner: no tracebacks, no warnings
-        assert Path(log.name).read_text().splitlines()[1:] == []
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    with server_process(["-m", "core.clarify.serve", "--rubric", "v1", "--port", "{port}", "--max-sessions", "40"],
+                        log) as served_url:
+        yield served_url
+    # the server logs nothing but its banner: no tracebacks, no warnings
+    assert log.read_text().splitlines()[1:] == []
 
 
 @pytest.fixture(scope="module")
@@ -360,3 +370,4 @@ def test_a_reaped_session_is_refused_and_the_cap_holds():
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
