@@ -28,6 +28,8 @@ CLARIFYLAB_HELDOUT_FILE = Path(__file__).resolve().parent / "data" / "clarifylab
 SPEC_HELP = (
     "clarifyrl-heldout (the published 300: seeds 10000-10099 x easy,medium,hard; the first 50 are "
     "the published table's slice) | clarifylab-heldout (our frozen 150, 10 per family x difficulty) | "
+    "clarifylab-cued-v3 (300 requests with cues of known posterior, seeds 70000-70099 x easy,medium,hard; "
+    "score with --rubric v3) | "
     "generated:LO-HI[:DIFFICULTIES][:FAMILIES] (inclusive seed range, each seed as each listed "
     "difficulty; comma-separated lists, default all; a family filter keeps only scenarios whose "
     "drawn family is listed) | PATH to a JSON list in the published held-out format"
@@ -79,6 +81,7 @@ def generate_scenario(seed: int, difficulty: str) -> Scenario:
         field_keys=sorted(profile),
         max_steps=MAX_STEPS[difficulty],
         max_questions=MAX_QUESTIONS,
+        cues=None,
     )
 
 
@@ -199,6 +202,10 @@ def load_scenarios(spec: str, limit: int | None = None) -> list[Scenario]:
         out = generate_range(PUBLISHED_HELDOUT_SEEDS)
     elif spec == "clarifylab-heldout":
         out = read_published(CLARIFYLAB_HELDOUT_FILE)
+    elif spec == "clarifylab-cued-v3":
+        from core.clarify.cued import load_cued  # cued builds on this module
+
+        out = load_cued()
     elif spec.startswith("generated:"):
         out = _parse_generated(spec)
     elif Path(spec).suffix == ".json" or Path(spec).exists():
