@@ -12,6 +12,7 @@ import random
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from core.clarify.cued import map_value, posterior
 from core.clarify.environment import ClarifyEnv, render_call
 from core.clarify.families import FAMILIES, FIELDS
 from core.records import Generation, ToolCall, Turn, trusted
@@ -99,13 +100,15 @@ class Oracle:
 
 
 class Guess:
-    """Asks nothing: every required key filled with the first value of its vocabulary."""
+    """Asks nothing: every required key filled with its most probable value given the request's cues
+    (ties to the earlier value, so without cues: the first value of its vocabulary)."""
 
     name = "guess"
 
     def play(self, env: ClarifyEnv, rng: random.Random) -> None:
         act(env, "get_task_info")
-        act(env, "propose_plan", plan={k: FIELDS[k].values[0] for k in env.scenario.required_keys})
+        s = env.scenario
+        act(env, "propose_plan", plan={k: map_value(k, posterior(s, k)) for k in s.required_keys})
 
 
 def read_value(field: str, answer: str):
@@ -160,6 +163,8 @@ class RandomPolicy:
 
 
 SCRIPTED = {p.name: p for p in (Oracle(), Guess(), AskRequired(), RandomPolicy())}
+CUED_NAMES = ("bayes", "ask-all")
+"""Ask-or-act baselines for the cued scenarios (``core.clarify.cued_policies``); ``decision:MODEL`` too."""
 
 
 def make_policy(name: str, generation: Generation | None = None, **endpoint_options) -> Policy:
@@ -171,6 +176,10 @@ def make_policy(name: str, generation: Generation | None = None, **endpoint_opti
     """
     if name in SCRIPTED:
         return SCRIPTED[name]
+    if name in CUED_NAMES or name.startswith("decision:"):
+        from core.clarify.calibrated_agent import make_cued_policy  # lazy: decision models need torch
+
+        return make_cued_policy(name)
     if name.startswith("openai:"):
         from core.clarify.endpoint_policy import make_endpoint_policy
 
@@ -182,5 +191,5 @@ def make_policy(name: str, generation: Generation | None = None, **endpoint_opti
         from core.clarify.chat_policy import load_chat_policy  # lazy: scripted policies need no torch
 
         return load_chat_policy(path, generation=generation)
-    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCRIPTED)}, model:PATH "
-                     "or openai:BASE_URL#MODEL")
+    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join([*SCRIPTED, *CUED_NAMES])}, model:PATH, "
+                     "openai:BASE_URL#MODEL or decision:MODEL")
