@@ -21,6 +21,8 @@ from core.records import BeliefStep
 
 StepHook = Callable[[BeliefStep], None]
 """Called with the beliefs at the start and after every answer (the calibrated agent logs them)."""
+LOGGED_DIGITS = 4
+"""Decimals of a logged belief or gain: enough for a bar, and a log line stays short."""
 
 
 def one_hot(field: str, value) -> list[float]:
@@ -48,6 +50,11 @@ def _question(env: ClarifyEnv, field: str) -> str:
     return known or f"What is the {noun(field)}?"
 
 
+def _step(turn: int, asked: str | None, beliefs: dict[str, list[float]], now: dict[str, float]) -> BeliefStep:
+    return BeliefStep(turn=turn, asked=asked, fields={f: [round(x, LOGGED_DIGITS) for x in p] for f, p in beliefs.items()},
+                      gains={f: round(g, LOGGED_DIGITS) for f, g in now.items()})
+
+
 def play_beliefs(env: ClarifyEnv, beliefs: dict[str, list[float]], *, cost: float = QUESTION_COST,
                  on_step: StepHook | None = None) -> None:
     """Ask while the best expected gain exceeds ``cost``, then propose the MAP value of every field."""
@@ -55,7 +62,7 @@ def play_beliefs(env: ClarifyEnv, beliefs: dict[str, list[float]], *, cost: floa
     beliefs, answered = {f: list(p) for f, p in beliefs.items()}, set()
     now = gains(env, beliefs, answered)
     if on_step:
-        on_step(BeliefStep(turn=-1, asked=None, fields=beliefs, gains=now))
+        on_step(_step(-1, None, beliefs, now))
     while not env.done and _room(env):
         best = max((f for f in now if f not in answered), key=lambda f: now[f], default=None)
         if best is None or now[best] <= cost:
@@ -67,7 +74,7 @@ def play_beliefs(env: ClarifyEnv, beliefs: dict[str, list[float]], *, cost: floa
             beliefs[best] = one_hot(best, value)
         now = gains(env, beliefs, answered)
         if on_step:
-            on_step(BeliefStep(turn=turn.index, asked=best, fields={f: list(p) for f, p in beliefs.items()}, gains=now))
+            on_step(_step(turn.index, best, beliefs, now))
     if not env.done:
         act(env, "propose_plan", plan={f: map_value(f, beliefs[f]) for f in env.scenario.required_keys})
 
