@@ -33,10 +33,10 @@ import torch  # noqa: E402
 
 from core.clarify.chat_policy import ChatPolicy  # noqa: E402
 from core.clarify.environment import ClarifyEnv  # noqa: E402
-from core.loading import quantize_int8  # noqa: E402
-from core.registry import SHIPPED_DIR, SHIPPED_POLICIES  # noqa: E402
 from core.clarify.scenarios import generate_scenario  # noqa: E402
 from core.live.streaming import GenerationSettings, stream_turn  # noqa: E402
+from core.models.entries import SHIPPED_DIR, SHIPPED_POLICIES  # noqa: E402
+from core.models.loader import quantize_int8  # noqa: E402
 
 GOAL = 1.05
 QWEN3_06B = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,

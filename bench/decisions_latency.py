@@ -95,8 +95,8 @@ def main() -> None:
         fields = rest[h.MAX_QUESTIONS:]
         out = h.ask(models_dir, keys[0], "", state, n, *fields)
         assert out[-1], f"the Ask failed: {[u['value'] for u in out[:4 + h.MAX_QUESTIONS] if u['visible']]}"
-        decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == keys[0]))
-        questions = h.views.build_questions(h.rows_of(n, fields)).questions
+        decider = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == keys[0]))
+        questions = h.builder.build_questions(h.rows_of(n, fields)).questions
         results = {
             "model": described, "threads": args.threads, "questions": int(n), "goal_ms": GOAL_MS,
             "handler_one_model": timed(lambda: h.ask(models_dir, keys[0], "", state, n, *fields), repeats),

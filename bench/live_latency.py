@@ -58,14 +58,17 @@ def build(name: str):
     (parameters counted before int8 quantisation, which packs Linear weights out of parameters())."""
     import torch
 
-    from core import loading, registry
+    from core.models.availability import check
+    from core.models.cache import ModelCache
+    from core.models.entries import packaged_entries
+    from core.models.loader import quantize_int8
 
     start = time.perf_counter()
     if name == "smollm2":
-        entry = registry.packaged_entries()[0]
-        if not registry.check(entry).ok:
-            raise SystemExit(registry.check(entry).message)
-        loaded = loading.ModelCache().get(entry)
+        entry = packaged_entries()[0]
+        if not check(entry).ok:
+            raise SystemExit(check(entry).message)
+        loaded = ModelCache().get(entry)
         return loaded.model, loaded.tokenizer, time.perf_counter() - start, loaded.params
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -77,7 +80,7 @@ def build(name: str):
     model = Qwen3ForCausalLM(config).eval()
     params = sum(p.numel() for p in model.parameters())
     if precision == "int8":
-        model = loading.quantize_int8(model)
+        model = quantize_int8(model)
     return model, tokenizer, time.perf_counter() - start, params
 
 

@@ -1,3 +1,5 @@
-"""Gradio tabs of the ClarifyLab app: one package per tab (layout, handlers, its own figures)."""
+"""Gradio tabs of the ClarifyLab app: one package per tab (layout, handlers, its own figures), and
+``plots``, the run and episode figures that two tabs draw (a tab never imports another tab).
+"""
 
-__all__ = ["decisions", "live", "replays"]
+__all__ = ["decisions", "live", "plots", "replays"]

@@ -104,3 +104,25 @@ def test_readme_links_every_docs_page():
     linked = set(re.findall(r"\]\((docs/[^)#\s]+\.md)", README.read_text()))
     pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
     assert pages and pages <= linked, "README.md does not link: " + ", ".join(sorted(pages - linked))
+
+
+def test_docs_pages_named_in_code_and_pages_exist():
+    """A ``docs/<page>.md`` named in a comment, docstring or page (not only a link) is a real page."""
+    named = {}
+    for rel in _repo_files("README.md", "docs", *MAPPED, "tests", "app.py"):
+        if rel.endswith((".py", ".md", ".sh", ".yaml")):
+            for page in re.findall(r"\bdocs/[\w-]+\.md\b", (ROOT / rel).read_text(errors="replace")):
+                named.setdefault(page, rel)
+    assert "docs/log.md" in named, "no docs page is named anywhere: the search is broken"
+    missing = [f"{rel}: {page}" for page, rel in sorted(named.items()) if not (ROOT / page).is_file()]
+    assert not missing, "named docs pages that do not exist:\n" + "\n".join(missing)
+
+
+def test_reference_notes_are_named_outside_the_repo():
+    """The published notes live in ../shared/reference, never in the repo: name them by that path."""
+    bare = []
+    for rel in _repo_files("README.md", "docs", *MAPPED, "app.py"):
+        if rel.endswith((".py", ".md", ".sh", ".yaml")):
+            text = (ROOT / rel).read_text(errors="replace")
+            bare += [rel for _ in re.finditer(r"(?<!reference/)PLATFORM_NOTES", text)]
+    assert not bare, "PLATFORM_NOTES named as if it were in the repo: " + ", ".join(sorted(set(bare)))

@@ -29,12 +29,13 @@ from trl.chat_template_utils import get_training_chat_template, is_chat_template
 
 from core.clarify.chat_policy import ChatPolicy
 from core.clarify.environment import ClarifyEnv
-from core.records import Episode, Generation, Scenario
+from core.clarify.families import DIFFICULTIES
 from core.clarify.rubrics import score
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
+from core.models.availability import adapter_base, is_adapter, loads_through_core
+from core.models.loader import load_location
+from core.records import Episode, Generation, Scenario
 from train.clarify_sft import lora_config, name_base
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 
 @dataclass
@@ -175,21 +176,15 @@ def training_template(tokenizer) -> str | None:
 
 
 def policy_model(args: ClarifyArgs):
-    """(model, tokenizer, peft config) for the trainer. A folder or hub id is loaded by
-    TRL from its name; a packaged or ``.gguf`` base loads through core with its tool template; a LoRA
-    adapter folder loads over its base with the adapter trainable."""
-    from core import loading, registry
-    from core.clarify.chat_policy import load_chat_policy
-
-    where = Path(args.model)
+    """(model, tokenizer, peft config) for the trainer. What only core can load (a packaged or
+    ``.gguf`` base, with its tool template; a LoRA adapter folder, over its base with the adapter
+    trainable) loads through core's one loader; any other folder or hub id TRL loads from its name."""
     lora = lora_config(args.lora_rank, args.lora_alpha) if args.lora_rank else None
-    if (where / registry.ADAPTER_CONFIG).is_file():
-        loaded = loading.load_adapter(registry.local_entry(where), where, False, lambda *_: None, trainable=True)
-        return loaded.model, loaded.tokenizer, None
-    if where.suffix == ".gguf" or any(e.location == args.model for e in registry.packaged_entries()):
-        base = load_chat_policy(args.model)
-        return base.model, base.tokenizer, lora
-    return args.model, AutoTokenizer.from_pretrained(args.model, trust_remote_code=False), lora
+    if not loads_through_core(args.model):
+        return args.model, AutoTokenizer.from_pretrained(args.model, trust_remote_code=False), lora
+    adapter = is_adapter(args.model)
+    loaded = load_location(args.model, trainable=adapter)
+    return loaded.model, loaded.tokenizer, None if adapter else lora
 
 
 def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GRPOTrainer:
@@ -209,11 +204,8 @@ def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GR
 
 def policy_base(args: ClarifyArgs) -> str | None:
     """The base a trained adapter sits on (None for a full fine-tune), without loading anything."""
-    from core import registry
-
-    where = Path(args.model)
-    if (where / registry.ADAPTER_CONFIG).is_file():
-        return registry.adapter_base(where)
+    if is_adapter(args.model):
+        return adapter_base(Path(args.model))
     return args.model if args.lora_rank else None
 
 
@@ -228,7 +220,7 @@ def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(out)
     base = policy_base(args)
-    if base:  # a LoRA adapter: name its base as the registry finds it
+    if base:  # a LoRA adapter: name its base as core.models finds it
         name_base(out, base)
     info = {"args": asdict(args), "wall_time_s": round(time.time() - start, 1), "steps": trainer.state.global_step,
             "grpo_config": {k: v for k, v in config.to_dict().items() if isinstance(v, (int, float, str, bool))}}

@@ -27,12 +27,11 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from core.clarify.chat_policy import ChatPolicy
 from core.clarify.environment import ClarifyEnv
-from core.records import Episode
+from core.clarify.families import DIFFICULTIES
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
+from core.records import Episode
 from train.clarify_demos import DemoStyle, check_family_tables, play_demo
 from train.clarify_tokenizer import corpus, train_tokenizer
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 
 @dataclass

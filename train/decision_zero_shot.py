@@ -15,8 +15,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision import evalsets, models, reports
+from core.decision import evalsets, reports
+from core.decision.models import open_decider
 from core.decision.reports import METRICS
+from core.models.cache import ModelCache, pick
 from train.decision_run import parse_config, set_threads
 
 DEFAULT_MODELS = "SmolLM2-135M-Instruct,decision-rlcd,decision-warmup,decision-rlvr,decision-oracle"
@@ -45,7 +47,7 @@ def _interval(iv) -> list[float | None]:
 def main(config: ZeroShotConfig) -> dict:
     set_threads()
     keys = [k.strip() for k in config.models.split(",") if k.strip()]
-    deciders, errors = models.pick(models.DeciderCache(), None, {k: k for k in keys})
+    deciders, errors = pick(ModelCache(open_decider=open_decider), None, {k: k for k in keys})
     if errors:
         raise SystemExit("; ".join(f"{k}: {m}" for k, m in errors.items()))
     test, probe = evalsets.split_items(config.contexts, config.seed), evalsets.probe_items(config.probe, config.seed)

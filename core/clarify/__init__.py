@@ -4,10 +4,14 @@ Modules, in the order a reader meets them: ``families`` (the five task families 
 ``scenarios`` (the generator, the published file format, named sets; ``data/`` holds our frozen
 held-out set), ``user_sim`` (the rule-based simulated user), ``rubrics`` (v1 published scoring, v2
 corrected), ``environment`` (``ClarifyEnv``), ``toolcalls`` (a turn's text as a ``ToolCall``),
-``agent`` (what a chat model sees), ``policies`` (scripted baselines, ``make_policy``) and
-``chat_policy`` (any Hugging Face chat model as a policy). Submodules are imported by name, so
-importing the package costs nothing (``chat_policy`` pulls in torch).
+``agent`` (what a chat model sees), ``policies`` (scripted baselines, ``make_policy``),
+``chat_policy`` (any Hugging Face chat model as a policy), ``kv_cache`` (its keys and values reused
+across turns), ``endpoint_policy`` (any OpenAI-compatible chat endpoint as a policy), and the
+environment as a service: ``service`` (one session: reset, calls, the episode), ``serve`` (``python
+-m core.clarify.serve`` over openenv-core) and ``remote`` (any policy playing a served episode).
+Submodules are imported by name, so importing the package costs nothing (``chat_policy`` pulls in
+torch).
 """
 
-__all__ = ["agent", "chat_policy", "environment", "families", "policies", "rubrics", "scenarios",
-           "toolcalls", "user_sim"]
+__all__ = ["agent", "chat_policy", "endpoint_policy", "environment", "families", "kv_cache", "policies", "remote",
+           "rubrics", "scenarios", "serve", "service", "toolcalls", "user_sim"]

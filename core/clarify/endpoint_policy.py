@@ -22,6 +22,7 @@ import httpx
 from core.clarify.agent import TOOL_SCHEMAS, prompt_messages, tool_message
 from core.clarify.environment import ClarifyEnv
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
+from core.models.entries import parse_spec
 from core.records import Generation, ToolCall, trusted
 
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -36,16 +37,6 @@ class EndpointError(RuntimeError):
 
 class EndpointFailure(RuntimeError):
     """One turn could not be completed (retries spent, or an unreadable answer): ends the episode."""
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """``openai:BASE_URL#MODEL`` -> (base_url, model)."""
-    body = spec[len("openai:"):] if spec.startswith("openai:") else spec
-    base, sep, model = body.partition("#")
-    if not sep or not model or not base.startswith(("http://", "https://")):
-        raise ValueError(f"bad endpoint policy {spec!r}: expected openai:BASE_URL#MODEL, "
-                         "e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-1.7B")
-    return base.rstrip("/"), model
 
 
 class EndpointPolicy:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedModel, Qwen3Config
+from transformers import PreTrainedModel, Qwen3Config
 from transformers.decision import DecisionConfig
 from transformers.decision.modeling_utils import DecisionMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
@@ -27,6 +27,7 @@ from transformers.utils import cached_file
 from core.decision import system_one
 from core.decision.export import CARD_FILE, FORMAT, load_decider
 from core.decision.readout import readout
+from core.models.loader import causal_lm
 
 BODY_CONFIGS = (Qwen3Config,)
 """Body types of our exports (every arm is a Qwen3 body); each gets the letter readout registered."""
@@ -84,7 +85,7 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         """Our export through ``load_decider``; any other folder as its causal LM."""
         hub = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "revision", "token") if k in kwargs}
         if read_export_card(pretrained_model_name_or_path, **hub) is None:
-            return AutoModelForCausalLM.from_pretrained(pretrained_model_name_or_path, *args, config=config, **kwargs)
+            return causal_lm(pretrained_model_name_or_path, *args, config=config, **kwargs)
         folder = Path(cached_file(str(pretrained_model_name_or_path), CARD_FILE, **hub)).parent
         decider = load_decider(folder)
         model = cls(copy.deepcopy(decider.body.config), decider).eval()

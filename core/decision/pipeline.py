@@ -15,8 +15,7 @@ from typing import Any, Mapping
 
 from core.decision import system_one
 from core.decision.questions import QuestionError
-
-GGUF_SUFFIX = ".gguf"
+from core.models.loader import decision_pipeline
 
 
 class PipelineDecider(system_one.SystemOneModel):
@@ -42,32 +41,7 @@ class PipelineDecider(system_one.SystemOneModel):
         return answers, sum(int(i["input_ids"].shape[-1]) for i, _ in inputs["prompts"])
 
 
-def gguf_file(folder: Path) -> str | None:
-    """The one ``.gguf`` file in ``folder`` (a GGUF-only repo such as the offline SmolLM2 wheel)."""
-    found = sorted(p.name for p in folder.glob(f"*{GGUF_SUFFIX}"))
-    if len(found) > 1:
-        raise ValueError(f"{folder} holds several GGUF files {found}; name one as FOLDER/{found[0]}")
-    return found[0] if found else None
-
-
 def load_pipeline_decider(location: str | Path, name: str = "") -> PipelineDecider:
-    """Load ``pipeline("decision", model=location)`` on CPU in fp32; never runs remote code.
-
-    ``location`` is a local folder, a cached hub id, or a ``.gguf`` file (dequantised to fp32).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
-
-    path = Path(location).expanduser()
-    kwargs = {"trust_remote_code": False, "dtype": torch.float32, "device": "cpu"}
-    gguf = path.name if path.suffix == GGUF_SUFFIX else (gguf_file(path) if path.is_dir() else None)
-    if gguf:  # the pipeline takes no gguf_file: load the model and tokenizer from the file first
-        folder = path.parent if path.suffix == GGUF_SUFFIX else path
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32).eval()
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
-        model.name_or_path = str(folder)  # where the pipeline looks for a decision.json
-        pipe = pipeline("decision", model=model, tokenizer=tokenizer, device="cpu")
-    else:
-        pipe = pipeline("decision", model=str(location), **kwargs)
-    pipe.model.eval()
-    return PipelineDecider(pipe, name or str(location))
+    """``pipeline("decision", model=location)`` (``core.models.loader.decision_pipeline``: CPU, fp32,
+    never remote code) as a Decider; ``location`` is a local folder, a cached hub id, or a ``.gguf`` file."""
+    return PipelineDecider(decision_pipeline(location), name or str(location))

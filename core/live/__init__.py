@@ -1,7 +1,10 @@
 """Live play: a session stepped turn by turn against a model, with the turn streamed token by token.
 
 ``session`` holds a browser session's episodes as a deep-copyable record (watch, you are the user,
-you are the agent); ``streaming`` samples one agent turn in a worker thread with a stop flag.
+you are the agent) and steps it with a finished turn; ``streaming`` samples one agent turn in a
+worker thread with a stop flag; ``turns`` plays a local model's turns (``run_model`` loads it once);
+``endpoint_turns`` plays them through an OpenAI-compatible chat endpoint. Imports point one way:
+``turns`` -> ``endpoint_turns`` -> ``session`` -> ``streaming``.
 """
 
-__all__ = ["session", "streaming"]
+__all__ = ["endpoint_turns", "session", "streaming", "turns"]

@@ -7,34 +7,33 @@ states its hidden value (``values_equal_v2``: the value as a whole phrase, no ot
 field's vocabulary), so the score is what the simulator would have earned with the same
 information. *agent*: a person asks the simulated user and submits the plan.
 
-A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; models come from
-``core.loading.ModelCache``. Every core call here copies the session first and returns the copy.
-Finished episodes are saved as a run under ``<replays>/sessions/`` for the Replays tab.
+A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; a model's turns are
+played by ``core.live.turns`` (a local model) and ``core.live.endpoint_turns`` (a chat endpoint),
+which both step the session through ``apply_model_text`` and ``settle`` here. Every core call here
+copies the session first and returns the copy. Finished episodes are saved as a run under
+``<replays>/sessions/`` for the Replays tab.
 """
 
 import copy
 import json
 import re
 import secrets
-import threading
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from core.clarify.environment import ClarifyEnv, parse_plan
-from core.runs.episode_log import write_episodes
 from core.clarify.families import FAMILIES
-from core.records import Episode, Generation, Scenario, ToolCall
-from core.loading import ModelCache, Progress
-from core.registry import ModelEntry
 from core.clarify.rubrics import values_equal_v2
 from core.clarify.scenarios import generate_scenario, load_scenarios
-from core.live.streaming import GenerationSettings, TurnClock, TurnTiming, stream_turn
-from core.runs.summary import summarize
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
-from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 from core.clarify.user_sim import match_field, normalise_question
+from core.live.streaming import GenerationSettings, TurnTiming
+from core.models.entries import ModelEntry
+from core.records import Episode, Generation, Scenario, ToolCall
+from core.runs.episode_log import write_episodes
+from core.runs.summary import summarize
+from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 
 Mode = Literal["watch", "user", "agent"]
 MODES: dict[str, str] = {"watch": "Watch", "user": "You are the user", "agent": "You are the agent"}
@@ -86,7 +85,7 @@ class LiveSession:
     session_id: str
     mode: Mode
     entry: ModelEntry | None
-    """The playing model's registry entry (None in agent mode)."""
+    """The playing model's entry in ``core.models`` (None in agent mode)."""
     model_label: str
     """Policy identity written into episode logs (``model:<location>`` or ``human``)."""
     settings: GenerationSettings
@@ -179,7 +178,7 @@ def _label(entry: ModelEntry | None) -> str:
     return "human" if entry is None else entry.location if entry.source == "endpoint" else f"model:{entry.location}"
 
 
-# ---- the model's turns ----------------------------------------------------------------------
+# ---- a finished model turn -------------------------------------------------------------------
 
 
 def _needs_person(session: LiveSession, call: ToolCall | None) -> bool:
@@ -202,63 +201,6 @@ def apply_model_text(session: LiveSession, raw: str,
         session.status = "the model asks you a question: answer it below"
         return
     session.env.step(call, raw, error)
-
-
-def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threading.Event,
-                min_interval: float = 0.05) -> Iterator[LiveSession]:
-    """Generate model turns until the episode ends, the person must answer, or ``stop`` is set.
-
-    Yields the session as text streams in (at most every ``min_interval`` seconds, plus once per
-    finished turn). Closing the iterator stops generation at the next token.
-    """
-    session = copy.deepcopy(session)
-    if session.mode == "agent" or session.pending is not None or session.done:
-        yield session
-        return
-    from core.clarify.chat_policy import ChatPolicy  # torch is imported only once a model plays
-    from core.clarify.kv_cache import store_for
-
-    session.stopped, session.draft = False, ""
-    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation(),
-                        kv=store_for(model))  # earlier turns' (and episodes') keys/values are reused
-    while not session.done and session.pending is None:
-        seed = session.settings.seed * 1000 + len(session.env.turns)
-        ids: list[int] = []
-        session.status = f"generating turn {len(session.env.turns) + 1}"
-        clock = TurnClock()
-        with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock)) as stream:
-            for session.draft, ids in stream:
-                session.draft_tokens = len(ids)
-                yield session
-        session.timings.append(clock.timing(len(session.env.turns) + 1, policy.reused_tokens))
-        finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
-        raw, session.draft, session.draft_tokens = session.draft, "", 0
-        if stop.is_set() and not finished:
-            session.stopped = True
-            session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
-            yield session
-            return
-        apply_model_text(session, raw)
-        settle(session)
-        yield session
-
-
-def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Event,
-              progress: Progress | None = None) -> Iterator[LiveSession]:
-    """Load the session's model (once per process, through ``cache``), or reach its endpoint, and
-    let it take its turns."""
-    if session is None:
-        raise LiveError("start an episode first")
-    if session.mode == "agent" or session.done or session.pending is not None:
-        yield session
-        return
-    if session.entry.source == "endpoint":  # no model here: the endpoint generates
-        from core.live.endpoint_turns import endpoint_turns
-
-        yield from endpoint_turns(session, stop)
-        return
-    loaded = cache.get(session.entry, session.settings.int8, progress)
-    yield from model_turns(session, loaded.model, loaded.tokenizer, stop)
 
 
 def settle(session: LiveSession) -> None:

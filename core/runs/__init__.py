@@ -4,7 +4,9 @@
 ``comparison`` (the one paired comparison of two runs, rubric versions checked), ``episode_table`` (episodes as a filterable pandas table),
 ``transcripts`` (an episode as chat messages and per-field marks), ``importer`` (the published
 ClarifyRL curated traces, re-scored), ``eval`` (``python -m core.runs.eval``: play, log, summarise,
-compare) and ``replays`` (run folders on disk, safe names, uploads, regeneration).
+compare), ``replays`` (run folders on disk, safe names, regeneration) and ``uploads`` (uploaded runs
+held for browser sessions, bounded in memory).
 """
 
-__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "summary", "transcripts"]
+__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "summary", "transcripts",
+           "uploads"]

@@ -119,7 +119,7 @@ def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:
     d = comp.difference
     if d.n == 0:
         return f"`{run_a}` and `{run_b}` share no scenario."
-    sign = "higher" if d.lo > 0 else "lower" if d.hi < 0 else "not distinguishable from"
+    sign = "higher than" if d.lo > 0 else "lower than" if d.hi < 0 else "not distinguishable from"
     return (f"On **{d.n}** shared scenarios (rubric {comp.rubric}), `{run_a}` − `{run_b}` = **{d.mean:+.3f}** "
             f"(95% paired bootstrap interval {d.lo:+.3f} to {d.hi:+.3f}): a is {sign} b. "
             f"Scenarios only in a: {comp.only_a}, only in b: {comp.only_b}.")

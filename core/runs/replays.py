@@ -320,7 +320,9 @@ def load_upload(path: str | Path, *, keep_valid: bool = False) -> LoadedRun:
 
 # ---- the shipped runs ---------------------------------------------------------------------
 
-SHIPPED_POLICIES = ("oracle", "ask-required", "guess", "random")
+REPLAYED_POLICIES = ("oracle", "ask-required", "guess", "random")
+"""The scripted policies whose runs ship under ``replays/`` (the shipped checkpoints are
+``core.models.entries.SHIPPED_POLICIES``)."""
 SHIPPED_SETS = (
     ("clarifylab-heldout-v2", ["--scenarios", "clarifylab-heldout", "--rubric", "v2"]),
     ("clarifyrl-heldout50-v1", ["--scenarios", "clarifyrl-heldout", "--limit", "50", "--rubric", "v1"]),
@@ -335,7 +337,7 @@ def regenerate(root: str | Path = "replays") -> list[str]:
 
     names = []
     for folder, spec in SHIPPED_SETS:
-        for policy in SHIPPED_POLICIES:
+        for policy in REPLAYED_POLICIES:
             out = Path(root) / folder / policy
             argv = ["--policy", policy, *spec, "--seed", "0", "--out", out.as_posix(), "--no-progress"]
             if evaluation.main(argv) != 0:

@@ -11,20 +11,19 @@ import json
 import gradio as gr
 import pandas as pd
 
-from core.decision import evalsets as evalset
-from core.decision import system_one
-from demo.decisions import examples
-from core.decision import models
-from demo.decisions import plots
-from core.decision import reports
+from core.decision import evalsets, reports, system_one
 from core.decision.familiarity import familiarity, warning
+from core.decision.models import open_decider
 from core.decision.questions import render_state
+from core.models import availability, lists
+from core.models.cache import ModelCache, pick
+from core.models.entries import OPTION_DESIGN
 from core.runs.transcripts import inert
-from demo.decisions import builder as views
+from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
-CACHE = models.DeciderCache()
+CACHE = ModelCache(open_decider=open_decider)
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
                  "score / p(true)", "top-two gap", "input vs training"]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
@@ -50,15 +49,15 @@ def check_upload(upload: str | None) -> dict:
     if not upload:
         return _error(None)
     try:
-        evalset.load_items(evalset.SOURCES[2], 0, upload)
+        evalsets.load_items(evalsets.SOURCES[2], 0, upload)
     except ValueError as err:
         return _error(str(err))
     return _error(None)
 
 
-def rows_of(n: int, values: tuple) -> list[views.QuestionRow]:
+def rows_of(n: int, values: tuple) -> list[builder.QuestionRow]:
     """The first ``n`` builder rows from the flat (type, question, options) values."""
-    return [views.QuestionRow(values[3 * i] or "choice", values[3 * i + 1] or "", values[3 * i + 2] or "")
+    return [builder.QuestionRow(values[3 * i] or "choice", values[3 * i + 1] or "", values[3 * i + 2] or "")
             for i in range(int(n))]
 
 
@@ -75,8 +74,8 @@ def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
     The layout fills the pickers with these at build time, so the API schema names every model
     and ``gradio_client`` can call /ask, /calibrate and /probe without loading the page first.
     """
-    found = [(e, models.check(e)) for e in models.entries(models_dir or None)]
-    labels = [(e.key + (f" · {models.OPTION_DESIGN}" if models.design(e, a) == models.OPTION_DESIGN else "")
+    found = [(e, availability.check_decision(e)) for e in lists.decision_entries(models_dir or None)]
+    labels = [(e.key + (f" · {OPTION_DESIGN}" if availability.design(e, a) == OPTION_DESIGN else "")
                + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
     return labels, [("(none)", "")] + labels, first
@@ -91,11 +90,11 @@ def model_choices(models_dir: str):
 
 def model_note(models_dir: str, key: str | None) -> str:
     """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
-    entry = models.find(models_dir or None, key)
+    entry = lists.find_decision(models_dir or None, key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
-    found = models.check(entry)
-    return (f"{'✓' if found.ok else '⚠ not available:'} {inert(models.design(entry, found))} · {inert(entry.note)}. "
+    found = availability.check_decision(entry)
+    return (f"{'✓' if found.ok else '⚠ not available:'} {inert(availability.design(entry, found))} · {inert(entry.note)}. "
             f"{inert(found.message)}")
 
 
@@ -105,10 +104,10 @@ def model_note(models_dir: str, key: str | None) -> str:
 def state_preview(text: str):
     """Error line and record table for the state box (a JSON object is shown as a record)."""
     try:
-        state = views.parse_state(text)
-    except views.QuestionError as err:
+        state = builder.parse_state(text)
+    except builder.QuestionError as err:
         return _error(str(err) if (text or "").strip() else None), gr.update(visible=False)
-    rows = views.record_rows(state)
+    rows = builder.record_rows(state)
     return _error(None), gr.update(value=pd.DataFrame(rows, columns=["field", "value"]), visible=bool(rows))
 
 
@@ -117,7 +116,7 @@ def load_example(name: str):
     ex = examples.find_example(name)
     values: list = []
     for i in range(MAX_QUESTIONS):
-        row = ex.rows[i] if i < len(ex.rows) else views.QuestionRow("choice", "", "")
+        row = ex.rows[i] if i < len(ex.rows) else builder.QuestionRow("choice", "", "")
         values += [row.kind, row.text, row.options]
     n = len(ex.rows)
     return [ex.state, n, *_visibility(n), *values]
@@ -158,11 +157,11 @@ def _ood_cell(found) -> str:
             else f"like it ({found.rate:.0%} unknown)")
 
 
-def _table(result: views.AskResult, known: dict, sources: dict) -> pd.DataFrame:
+def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFrame:
     out = []
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
-            r = views.reading(qid, ans)
+            r = builder.reading(qid, ans)
             extra, conf = ans.get("score", ans.get("noul")), ans.get("confidence")
             out.append([key, qid, system_one.top_option(ans) + (" ⚠ close" if r.close else ""),
                         "" if conf is None else round(conf, 3), "" if conf is None else sources.get(key, RESCALED),
@@ -172,7 +171,7 @@ def _table(result: views.AskResult, known: dict, sources: dict) -> pd.DataFrame:
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-def _latency(result: views.AskResult) -> str:
+def _latency(result: builder.AskResult) -> str:
     parts = [f"**{inert(k)}**: {1000 * s:.0f} ms " + (f"({result.usage[k]['input_tokens']} tokens, {result.usage[k]['path']} "
              "path)" if k in result.usage else "(failed)") for k, s in result.seconds.items()]
     return "Latency: " + " · ".join(parts) if parts else ""
@@ -184,10 +183,10 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     Returns: state error, model error, second-model error, builder error, one error per row, the
     answer figure, the table, the latency line and the raw System One answers.
     """
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
-    result = views.ask(deciders if not errors else {}, state, rows_of(n, values))
+    result = builder.ask(deciders if not errors else {}, state, rows_of(n, values))
     result.errors.update(errors)
     for field_name, key in (("model", model_a), ("model_b", model_b)):
         if key in result.model_errors:
@@ -195,8 +194,8 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     e = result.errors
     fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
-    qerr = [_error(e.get(views.question_id(i))) for i in range(MAX_QUESTIONS)]
-    known = _familiarity({k: deciders[k] for k in result.answers}, views.parse_state(state)) if result.answers else {}
+    qerr = [_error(e.get(builder.question_id(i))) for i in range(MAX_QUESTIONS)]
+    known = _familiarity({k: deciders[k] for k in result.answers}, builder.parse_state(state)) if result.answers else {}
     notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
     sources = {k: getattr(d, "confidence_source", "as the endpoint reports it" if getattr(d, "path_name", "") ==
                           "endpoint" else RESCALED) for k, d in deciders.items()}
@@ -213,7 +212,7 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     if not isinstance(state, (str, dict)):
         raise gr.Error(f"state must be text or a JSON object (field: value), got {type(state).__name__}",
                        print_exception=False)
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
     try:
@@ -223,12 +222,12 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
         if not isinstance(questions, dict) or not questions:
             raise ValueError("questions must be a JSON object {id: {\"type\", \"instructions\", \"criteria\"}}, "
                              f"got {type(questions).__name__}")
-        out = deciders[model].score(views.parse_state(state), questions)
+        out = deciders[model].score(builder.parse_state(state), questions)
     except ValueError as err:  # QuestionError and RequestTooLong are ValueErrors
         raise gr.Error(_reason(err), print_exception=False) from None
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
-    found = _familiarity({model: deciders[model]}, views.parse_state(state)).get(model)
+    found = _familiarity({model: deciders[model]}, builder.parse_state(state)).get(model)
     if found is not None:  # our own models only (see _familiarity)
         out["familiarity"] = {**found.record(), "warning": warning(found, model)}
     return out
@@ -245,7 +244,7 @@ def _field_of(err: ValueError) -> str:
 
 
 def _models_or_errors(models_dir: str, model_a: str, model_b: str):
-    deciders, errors = models.pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
+    deciders, errors = pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
     return deciders, errors
@@ -269,7 +268,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     view = None
     try:
-        items = evalset.load_items(source, int(contexts), upload)
+        items = evalsets.load_items(source, int(contexts), upload)
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature))
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
@@ -290,7 +289,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     summaries = []
     try:
-        items = evalset.load_items(evalset.SOURCES[1], int(tickets))
+        items = evalsets.load_items(evalsets.SOURCES[1], int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
         errors[_field_of(err)] = _reason(err)

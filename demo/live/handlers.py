@@ -14,15 +14,19 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from core import loading, registry
-from core.live import session as live
-from demo.replays import plots
-from core.runs import transcripts
+from core.live import session as live_session
 from core.live.streaming import GenerationSettings
+from core.live.turns import run_model
+from core.models import availability, lists
+from core.models.cache import ModelCache
+from core.models.entries import public_deployment
+from core.models.loader import ModelLoadError
+from core.runs import transcripts
+from demo import plots
 
-MODELS = loading.ModelCache()
+MODELS = ModelCache()
 """Loaded models, shared read-only by every session (each loads once, on first use)."""
-PUBLIC = registry.public_deployment()
+PUBLIC = public_deployment()
 """On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
 models folder: elsewhere its notes would tell any visitor which server paths exist."""
 SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
@@ -31,8 +35,8 @@ SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Publ
 def model_choices(models_dir: str | None) -> list[tuple[str, str]]:
     """Picker entries for playing policies: ``✓``/``✗`` availability, then the key."""
     out = []
-    for entry in registry.all_entries(models_dir, kind="policy"):
-        ok = registry.check(entry, MODELS.cache_dir).ok
+    for entry in lists.all_entries(models_dir, kind="policy"):
+        ok = availability.check(entry, MODELS.cache_dir).ok
         out.append((f"{'✓' if ok else '✗'} {entry.key} — {entry.note}", entry.key))
     return out
 
@@ -50,37 +54,18 @@ def first_ready(choices: list[tuple[str, str]]) -> str | None:
     return ready[0] if ready else (choices[0][1] if choices else None)
 
 
-def _entry(models_dir: str | None, key: str | None, path: str | None) -> registry.ModelEntry:
-    typed = (path or "").strip() or (key or "").strip()
-    if typed.startswith("openai:"):  # a chat endpoint typed into either box
-        try:
-            return registry.chat_endpoint_entry(typed)
-        except ValueError as exc:
-            raise live.LiveError(str(exc)) from None
-    if path and path.strip():
-        if PUBLIC:
-            try:
-                return registry.confined_entry(path.strip(), models_dir)
-            except ValueError as exc:
-                raise live.LiveError(str(exc)) from None
-        return registry.local_entry(path.strip())
-    if not key:
-        raise live.LiveError("pick a model, or type the path of a local model folder")
-    return registry.find_entry(key, registry.all_entries(models_dir))
-
-
 def describe_model(models_dir: str | None, key: str | None, path: str | None) -> str:
     """Availability of the picked model (or typed folder), with how to fix it when missing."""
     try:
-        entry = _entry(models_dir, key, path)
-    except (live.LiveError, KeyError) as exc:
+        entry = lists.policy_entry(models_dir, key, path, public=PUBLIC)
+    except (KeyError, ValueError) as exc:
         return f"⚠️ {transcripts.inert(exc)}"
-    found = registry.check(entry, MODELS.cache_dir)
+    found = availability.check(entry, MODELS.cache_dir)
     return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
             f"{transcripts.inert(found.message)}")
 
 
-def _budget(session: live.LiveSession | None) -> str:
+def _budget(session: live_session.LiveSession | None) -> str:
     if session is None:
         return ""
     b = session.budget()
@@ -89,7 +74,7 @@ def _budget(session: live.LiveSession | None) -> str:
             f"**Steps left:** {b['steps_left']} / {b['max_steps']}" + (f"\n\n**Speed**{speed}" if speed else ""))
 
 
-def _card(session: live.LiveSession | None) -> str:
+def _card(session: live_session.LiveSession | None) -> str:
     if session is None:
         return "Start an episode to see its task."
     s = session.scenario
@@ -98,7 +83,7 @@ def _card(session: live.LiveSession | None) -> str:
             f"Required plan fields: {', '.join(f'`{k}`' for k in s.required_keys)}")
 
 
-def _profile(session: live.LiveSession | None):
+def _profile(session: live_session.LiveSession | None):
     """The hidden profile card: shown to the person in user mode and to spectators in watch mode."""
     if session is None or (session.mode == "agent" and not session.done):
         return gr.update(value=None, visible=False)
@@ -107,12 +92,12 @@ def _profile(session: live.LiveSession | None):
     return gr.update(value=rows, visible=True)
 
 
-def _end_panel(session: live.LiveSession | None, replays_dir: str):
+def _end_panel(session: live_session.LiveSession | None, replays_dir: str):
     """Header, breakdown chart, profile-vs-plan marks, Replays link, download (after the end)."""
     if session is None or not session.done:
         return gr.update(visible=False), "", None, None, "", None
     episode = session.episodes[-1]
-    log = live.save_run(session, replays_dir)
+    log = live_session.save_run(session, replays_dir)
     query = urlencode({"run": session.run_name, "episode": episode.id})
     link = (f'<a href="?{escape(query)}" target="_blank">'
             f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
@@ -122,14 +107,14 @@ def _end_panel(session: live.LiveSession | None, replays_dir: str):
             link, str(log))
 
 
-def view(session: live.LiveSession | None, replays_dir: str, message: str | None = None):
+def view(session: live_session.LiveSession | None, replays_dir: str, message: str | None = None):
     """Every output of the tab for one session state (``message`` replaces the status line)."""
     status = message if message is not None else (session.status if session else "")
-    return (session, live.messages(session) if session else [], status, _budget(session), _card(session),
+    return (session, live_session.messages(session) if session else [], status, _budget(session), _card(session),
             _profile(session), *_end_panel(session, replays_dir), *_inputs(session))
 
 
-def _inputs(session: live.LiveSession | None):
+def _inputs(session: live_session.LiveSession | None):
     """Which input row shows: the answer box (user mode) or the agent's tools (agent mode)."""
     user = session is not None and session.pending is not None
     agent = session is not None and session.mode == "agent" and not session.done
@@ -141,26 +126,26 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     """Start button: a new episode in this session (the model is loaded by ``play``)."""
     try:
         settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
-        scenario = live.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
-        entry = None if mode == "agent" else _entry(models_dir, key, path)
-        session = live.start(mode, scenario, rubric, entry, settings, previous=session)
-    except (live.LiveError, KeyError, ValueError) as exc:
+        scenario = live_session.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
+        entry = None if mode == "agent" else lists.policy_entry(models_dir, key, path, public=PUBLIC)
+        session = live_session.start(mode, scenario, rubric, entry, settings, previous=session)
+    except (live_session.LiveError, KeyError, ValueError) as exc:
         return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
 def plan_template(session):
     """Agent mode: a plan skeleton with the required keys, for the plan editor."""
-    return gr.update() if session is None or session.mode != "agent" else live.plan_skeleton(session)
+    return gr.update() if session is None or session.mode != "agent" else live_session.plan_skeleton(session)
 
 
 def play(session, replays_dir, progress=gr.Progress()):
     """Let the model take its turns, streaming (until the end, a question for you, or Stop)."""
     stop = threading.Event()
     try:
-        for state in live.run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
+        for state in run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop
-    except (live.LiveError, loading.ModelLoadError, RuntimeError) as exc:
+    except (live_session.LiveError, ModelLoadError, RuntimeError) as exc:
         yield *view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}"), stop
 
 
@@ -175,16 +160,16 @@ def request_stop(stop: threading.Event | None) -> str:
 def answer(session, replays_dir, text):
     """User mode: your answer to the model's question."""
     try:
-        session = live.answer_question(session, text)
-    except live.LiveError as exc:
+        session = live_session.answer_question(session, text)
+    except live_session.LiveError as exc:
         return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 
 
 def _agent_move(session, replays_dir, tool, text=""):
     try:
-        session = live.agent_move(session, tool, text)
-    except live.LiveError as exc:
+        session = live_session.agent_move(session, tool, text)
+    except live_session.LiveError as exc:
         return view(session, replays_dir, f"⚠️ {transcripts.inert(exc)}")
     return view(session, replays_dir)
 

@@ -13,11 +13,11 @@ import pandas as pd
 
 from core.runs import comparison
 from core.runs import episode_table as table
-from demo.replays import plots
 from core.runs import replays
 from core.runs import transcripts
 from core.runs import uploads as uploads_store
 from core.runs.episode_log import EpisodeLogError
+from demo import plots
 
 EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""

@@ -12,7 +12,7 @@ import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Termination
-from demo.replays.plots import family_legend
+from demo.plots import family_legend
 from demo.replays import handlers as h
 from demo.replays.beliefs import show_beliefs
 

@@ -1,7 +1,8 @@
-"""Shared harness for the end-to-end tests: launch Gradio Blocks in-process, start Debian Chromium.
+"""Shared harness for the end-to-end tests: launch Gradio Blocks in-process, start Debian Chromium,
+wait on the page with one scaled constant, and load the models a page plays before it opens.
 
-The client and browser tests all need the same two things; keeping them here means a change to
-how the app is served or how Chromium is started is made once.
+The client and browser tests all need the same things; keeping them here means a change to how
+the app is served, how Chromium is started or how long a page may take is made once.
 """
 
 import os
@@ -13,6 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.waiting import WAIT_SCALE
+
+WAIT_S = 30
+WAIT_MS = round(WAIT_S * 1000 * WAIT_SCALE)
+"""The longest a browser test waits for the page to show one thing, in milliseconds: 30 s times
+``$CLARIFYLAB_TEST_WAIT_SCALE``. A wait that covers several turns or a whole evaluation is a
+multiple of it. Models are loaded before the page opens (``warm_live``, ``warm_decisions``), so
+no wait covers a torch import or a model load."""
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -66,3 +75,23 @@ def _missing(why: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{why}; CI must run the browser tests (.ci/run installs chromium)")
     pytest.skip(why)
+
+
+def warm_live(*entries) -> None:
+    """Load the Live play tab's models into its shared cache (``demo.live.handlers.MODELS``), as the
+    tab does on a first Start, so a page's first wait is for the page and not for a load."""
+    from demo.live import handlers
+
+    for entry in entries:
+        handlers.MODELS.get(entry)
+
+
+def warm_decisions(models_dir: str | Path = "", *keys: str) -> None:
+    """Load the Decisions tab's models into its shared cache (``demo.decisions.handlers.CACHE``), as its
+    first Ask does: the given keys, or the model its picker starts on."""
+    from core.models.cache import pick
+    from demo.decisions import handlers
+
+    keys = keys or (handlers.picker_choices(str(models_dir))[2],)
+    _, errors = pick(handlers.CACHE, str(models_dir) or None, {key: key for key in keys})
+    assert not errors, f"could not warm the Decisions tab's models: {errors}"

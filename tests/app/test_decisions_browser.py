@@ -7,7 +7,7 @@ the calibration view. Screenshots land in the test's tmp_path.
 import pytest
 import torch
 
-from tests.app.harness import launched
+from tests.app.harness import WAIT_MS, launched, warm_decisions
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
@@ -18,7 +18,9 @@ def app_url(tmp_path_factory):
     torch.set_num_threads(1)
     import app
 
-    with launched(app.build(decision_models=str(export_models(tmp_path_factory.mktemp("models"))))) as url:
+    root = export_models(tmp_path_factory.mktemp("models"))
+    warm_decisions(root)  # the model the picker starts on, which both tests ask
+    with launched(app.build(decision_models=str(root))) as url:
         yield url.rstrip("/")
 
 
@@ -26,7 +28,7 @@ def _open(browser, url):
     page = browser.new_page(viewport={"width": 1500, "height": 1400})
     page.goto(url)
     page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=30000)
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
     return page
 
 
@@ -40,9 +42,9 @@ def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     page.get_by_label("q2 type").click()
     page.get_by_role("option", name="Yes/no").click()
     page.locator("#dq-ask").click()
-    page.get_by_text("Latency:", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Latency:", exact=False).wait_for(timeout=WAIT_MS)
     plot = page.locator("#dq-answers .js-plotly-plot")
-    plot.wait_for(timeout=20000)
+    plot.wait_for(timeout=WAIT_MS)
     svg = plot.inner_text()
     assert "Which team should handle this?" in svg and "Should someone be paged now?" in svg
     assert svg.count("★") == 2  # one chosen option per question
@@ -50,11 +52,11 @@ def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     # bad input: an option list with one entry gets a message next to its row, the tab keeps working
     page.get_by_label("q1 options").fill("only one")
     page.locator("#dq-ask").click()
-    page.get_by_text("1 option(s); a choice needs at least 2", exact=False).wait_for(timeout=20000)
+    page.get_by_text("1 option(s); a choice needs at least 2", exact=False).wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / "decisions_bad_input.png"), full_page=True)
     page.get_by_label("q1 options").fill("billing\nsecurity")
     page.locator("#dq-ask").click()
-    page.get_by_text("1 option(s)", exact=False).wait_for(state="hidden", timeout=20000)
+    page.get_by_text("1 option(s)", exact=False).wait_for(state="hidden", timeout=WAIT_MS)
 
 
 UPLOAD = "".join(
@@ -72,14 +74,14 @@ def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
     page.get_by_role("tab", name="Calibration").click()
     page.get_by_label("uploaded file").check()
     page.locator("#dq-upload input[type=file]").set_input_files(str(path))
-    page.get_by_text("labelled.jsonl").first.wait_for(timeout=20000)
+    page.get_by_text("labelled.jsonl").first.wait_for(timeout=WAIT_MS)
     page.get_by_label("Add temperature scaling", exact=False).check()
     page.locator("#dq-evaluate").click()
-    page.get_by_text("30 rows from uploaded file", exact=False).wait_for(timeout=60000)
-    page.locator("#dq-reliability .js-plotly-plot").wait_for(timeout=20000)
-    page.locator("#dq-selective .js-plotly-plot").wait_for(timeout=20000)
+    page.get_by_text("30 rows from uploaded file", exact=False).wait_for(timeout=2 * WAIT_MS)
+    page.locator("#dq-reliability .js-plotly-plot").wait_for(timeout=WAIT_MS)
+    page.locator("#dq-selective .js-plotly-plot").wait_for(timeout=WAIT_MS)
     assert "Reliability" in page.locator("#dq-reliability").inner_text()
-    page.get_by_text("a post-hoc reference", exact=False).wait_for(timeout=10000)
+    page.get_by_text("a post-hoc reference", exact=False).wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / "decisions_calibration.png"), full_page=True)
 
 
@@ -87,22 +89,22 @@ def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_ur
     """The shipped RLCD arm on a natural-language ticket: the answer comes with its warning; on the
     training-like example it does not (both states, one model)."""
     page = _open(browser, app_url)
-    page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=WAIT_MS)
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="decision-rlcd", exact=True).click()
     page.locator("#dq-state textarea").fill("I was charged twice this month and the refund never arrived.")
     page.get_by_label("q1 question").fill("Which team should handle this ticket?")
     page.get_by_label("q1 options").fill("billing\nsecurity")
     page.locator("#dq-ask").click()
-    page.get_by_text("Out of distribution for decision-rlcd", exact=False).first.wait_for(timeout=30000)
+    page.get_by_text("Out of distribution for decision-rlcd", exact=False).first.wait_for(timeout=WAIT_MS)
     assert page.get_by_text("⚠ unlike it", exact=False).count() >= 1
     page.screenshot(path=str(tmp_path / "decisions_ood.png"), full_page=True)
     page.get_by_label("Example state").click()
     page.get_by_role("option", name="Support ticket").click()
     page.wait_for_function("() => document.querySelector('#dq-state textarea').value.includes('Customer tier')",
-                           timeout=20000)
+                           timeout=WAIT_MS)
     page.locator("#dq-ask").click()
     page.get_by_text("decision-rlcd: 0% of the words are outside its training vocabulary", exact=False).first.wait_for(
-        timeout=30000)
+        timeout=WAIT_MS)
     assert page.get_by_text("Out of distribution for decision-rlcd", exact=False).count() == 0
     page.screenshot(path=str(tmp_path / "decisions_in_distribution.png"), full_page=True)

@@ -7,7 +7,7 @@ beside max p; the latency line names its one-pass path.
 import pytest
 import torch
 
-from tests.app.harness import launched
+from tests.app.harness import WAIT_MS, launched, warm_decisions
 
 pytestmark = pytest.mark.browser
 
@@ -17,6 +17,7 @@ def app_url():
     torch.set_num_threads(1)
     import app
 
+    warm_decisions("", "option-scorer")  # the shipped scorer the test picks
     with launched(app.build()) as url:
         yield url.rstrip("/")
 
@@ -25,20 +26,20 @@ def test_pick_the_option_scorer_ask_and_see_head_confidence_beside_max_p(browser
     page = browser.new_page(viewport={"width": 1500, "height": 1400})
     page.goto(app_url)
     page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=30000)
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="option-scorer · option scorer (confidence head)", exact=True).click()
-    page.get_by_text("✓ option scorer (confidence head) · shipped", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("✓ option scorer (confidence head) · shipped", exact=False).first.wait_for(timeout=WAIT_MS)
     page.locator("#dq-state textarea").fill("Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.")
     page.get_by_label("q1 question").fill("Which department should handle this ticket?")
     page.get_by_label("q1 options").fill("BIL: billing\nSEC: security")
     page.locator("#dq-ask").click()
-    page.get_by_text("one pass path", exact=False).first.wait_for(timeout=60000)
+    page.get_by_text("one pass path", exact=False).first.wait_for(timeout=2 * WAIT_MS)
     plot = page.locator("#dq-answers .js-plotly-plot")
-    plot.wait_for(timeout=20000)
+    plot.wait_for(timeout=WAIT_MS)
     assert plot.inner_text().count("★") == 1
     page.wait_for_function("() => [...document.querySelectorAll('#dq-table td')].some("
-                           "td => td.textContent.includes('confidence head'))", timeout=20000)
+                           "td => td.textContent.includes('confidence head'))", timeout=WAIT_MS)
     headers, row = page.evaluate("""() => {
         const t = document.querySelector('#dq-table table');
         const heads = [...t.querySelectorAll('thead th')].map(th => th.textContent.split('⋮')[0].trim());

@@ -10,7 +10,7 @@ import socket
 import pytest
 import torch
 
-from tests.app.harness import launched
+from tests.app.harness import WAIT_MS, launched, warm_decisions
 from tests.fixtures.served_export import served
 from tests.fixtures.tiny_decision import export_models
 
@@ -25,6 +25,7 @@ def urls(tmp_path_factory):
 
     root = export_models(tmp_path_factory.mktemp("models"), names=("tiny-a",))
     with served(root / "tiny-a") as endpoint, launched(app.build(decision_models=str(root))) as url:
+        warm_decisions(root, endpoint)  # the served URL the test types in
         yield url.rstrip("/"), endpoint
 
 
@@ -47,13 +48,13 @@ def test_the_tab_asks_a_served_url_and_says_when_one_refuses(browser, urls, tmp_
     page = browser.new_page(viewport={"width": 1500, "height": 1400})
     page.goto(app_url)
     page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=30000)
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
     _pick(page, endpoint)
-    page.get_by_text("System One endpoint", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("System One endpoint", exact=False).first.wait_for(timeout=WAIT_MS)
     _ask(page)
-    page.get_by_text("endpoint path", exact=False).wait_for(timeout=60000)  # the latency line names the path
+    page.get_by_text("endpoint path", exact=False).wait_for(timeout=2 * WAIT_MS)  # the latency line names the path
     plot = page.locator("#dq-answers .js-plotly-plot")
-    plot.wait_for(timeout=20000)
+    plot.wait_for(timeout=WAIT_MS)
     assert "Which team should handle this?" in plot.inner_text() and plot.inner_text().count("★") == 1
     table = page.locator("body").inner_text()
     assert "System One confidence" in table and "max p" in table
@@ -63,9 +64,9 @@ def test_the_tab_asks_a_served_url_and_says_when_one_refuses(browser, urls, tmp_
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1/systemone"
     _pick(page, dead)
     page.locator("#dq-ask").click()
-    page.get_by_text("refused the connection", exact=False).wait_for(timeout=30000)
+    page.get_by_text("refused the connection", exact=False).wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / "decisions_refused.png"), full_page=True)
     _pick(page, "tiny-a")
     page.locator("#dq-ask").click()
-    page.get_by_text("refused the connection", exact=False).wait_for(state="hidden", timeout=30000)
-    page.get_by_text("path)", exact=False).first.wait_for(timeout=30000)
+    page.get_by_text("refused the connection", exact=False).wait_for(state="hidden", timeout=WAIT_MS)
+    page.get_by_text("path)", exact=False).first.wait_for(timeout=WAIT_MS)

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 import app as app_module
-from tests.app.harness import launched
+from tests.app.harness import WAIT_MS, launched
 
 pytestmark = pytest.mark.browser
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
@@ -55,8 +55,8 @@ def _assert_inert(page, requests, shot):
 def test_deep_link_payload_is_text(browser, app_url, tmp_path, query):
     page, requests = _watched_page(browser)
     page.goto(f"{app_url}/?{urlencode(query)}")
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)  # shown literally
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)  # shown literally
     _assert_inert(page, requests, tmp_path / "deep_link.png")
 
 
@@ -79,13 +79,13 @@ def _payload_log(tmp_path) -> Path:
 def test_uploaded_log_payload_is_text(browser, app_url, tmp_path):
     page, requests = _watched_page(browser)
     page.goto(app_url)
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
     page.locator("input[type=file]").first.set_input_files(str(_payload_log(tmp_path)))
-    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=WAIT_MS)
     picker = page.get_by_label("Episode", exact=True)
     picker.click()
     page.get_by_role("option", name="upload:payload.jsonl", exact=False).first.click()
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
     _assert_inert(page, requests, tmp_path / "uploaded_log.png")
 
 
@@ -95,13 +95,13 @@ def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
     page.get_by_role("tab", name="Live play").click()
     page.get_by_label("You are the agent").check()
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Ask the user").fill(PAYLOAD.replace("\n", " "))
     page.get_by_role("button", name="Ask", exact=True).click()
-    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
     path = page.get_by_label("…or a local model folder (Hugging Face layout)")
     path.fill(IMG + " " + LINK)
     path.press("Enter")
-    page.get_by_text("local model folder", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("local model folder", exact=False).first.wait_for(timeout=WAIT_MS)
     page.wait_for_timeout(1000)
     _assert_inert(page, requests, tmp_path / "live_visitor.png")

@@ -4,13 +4,14 @@ ends with its breakdown, Stop halts a long generation on the server, and a perso
 
 import os
 import threading
-import time
 
 import pytest
 
 import app as app_module
-from tests.app.harness import chromium, launched
+from core.models.entries import local_entry
+from tests.app.harness import WAIT_MS, chromium, launched, warm_live
 from tests.fixtures.tiny_chat import build_tiny_chat
+from tests.fixtures.waiting import wait_for_threads_to_end
 
 pytestmark = pytest.mark.browser
 
@@ -20,6 +21,7 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("live_browser")
     build_tiny_chat(root / "models" / "tiny")
     build_tiny_chat(root / "slow", hidden=384, layers=6)  # ~10x slower per token: Stop lands mid-turn
+    warm_live(local_entry(root / "slow"))  # the folder the model tests type in
     demo = app_module.build(root / "replays", models_dir=root / "models")  # the real app, every tab
     with launched(demo) as url:
         yield url, root
@@ -36,7 +38,7 @@ def open_page(browser, url):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     page.get_by_role("tab", name="Live play").click()
-    page.get_by_text("ready to load from").wait_for(timeout=20000)
+    page.get_by_text("ready to load from").wait_for(timeout=WAIT_MS)
     return page
 
 
@@ -51,7 +53,7 @@ def use_slow_greedy(page, root, max_new_tokens):
     path = page.get_by_label("…or a local model folder (Hugging Face layout)")
     path.fill(str(root / "slow"))
     path.press("Enter")
-    page.get_by_text(f"ready to load from {root / 'slow'}").wait_for(timeout=20000)
+    page.get_by_text(f"ready to load from {root / 'slow'}").wait_for(timeout=WAIT_MS)
     page.get_by_text("Generation settings").click()
     set_slider(page, "live-temperature", 0)
     set_slider(page, "live-max-new", max_new_tokens)
@@ -66,10 +68,10 @@ def test_watch_episode_streams_and_ends_with_the_breakdown(app, browser, tmp_pat
     page = open_page(browser, url)
     use_slow_greedy(page, root, 96)
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("generating (").first.wait_for(timeout=20000)  # streamed partial text
+    page.get_by_text("generating (").first.wait_for(timeout=WAIT_MS)  # streamed partial text
     page.screenshot(path=tmp_path / "watch_streaming.png", full_page=True)
-    page.get_by_text("episode ended (").first.wait_for(timeout=60000)
-    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)  # the breakdown chart
+    page.get_by_text("episode ended (").first.wait_for(timeout=2 * WAIT_MS)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=WAIT_MS)  # the breakdown chart
     end = page.locator("#live-end")
     assert end.get_by_text("Open in Replays").is_visible()
     assert end.get_by_text("Hidden profile vs. submitted plan").is_visible()
@@ -82,12 +84,10 @@ def test_stop_halts_the_generation_on_the_server(app, browser, tmp_path):
     page = open_page(browser, url)
     use_slow_greedy(page, root, 1024)
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("generating (").first.wait_for(timeout=20000)
+    page.get_by_text("generating (").first.wait_for(timeout=WAIT_MS)
     page.get_by_role("button", name="■ Stop").click()
-    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=20000)
-    deadline = time.monotonic() + 10
-    while generating() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=WAIT_MS)
+    wait_for_threads_to_end("live-generate")  # fails saying the model kept generating after Stop
     assert not generating(), "the model kept generating after Stop"
     page.screenshot(path=tmp_path / "stopped.png", full_page=True)
 
@@ -97,24 +97,24 @@ def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     page = open_page(browser, url)
     page.get_by_label("You are the agent").check()
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Ask the user").fill("What kind of event is it?")
     page.get_by_role("button", name="Ask", exact=True).click()
-    page.get_by_text("Questions left: 5 / 6").or_(page.get_by_text("Questions left:** 5")).first.wait_for(timeout=20000)
+    page.get_by_text("Questions left: 5 / 6").or_(page.get_by_text("Questions left:** 5")).first.wait_for(timeout=WAIT_MS)
     editor = page.locator(".cm-content").last
     editor.click()
     page.keyboard.press("Control+A")
     page.keyboard.type('{"event_type": "birthday", "date": "today", "guest_count": 10, "venue": "home"}')
     page.get_by_role("button", name="Propose plan").click()
-    page.get_by_text("episode ended (plan)").first.wait_for(timeout=20000)
-    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+    page.get_by_text("episode ended (plan)").first.wait_for(timeout=WAIT_MS)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=WAIT_MS)
     page.screenshot(path=tmp_path / "agent_end.png", full_page=True)
     runs = list((root / "replays" / "sessions").glob("live-*/episodes.jsonl"))
     assert runs, "the session's episodes were not written as a run under replays/sessions"
     href = page.get_by_text("Open in Replays").get_attribute("href")
     assert href.startswith("?run=sessions%2Flive-")
     page.goto(url.rstrip("/") + "/" + href)  # the link opens the Replays tab at this episode
-    page.get_by_text("policy human").first.wait_for(timeout=20000)
+    page.get_by_text("policy human").first.wait_for(timeout=WAIT_MS)
     page.screenshot(path=tmp_path / "open_in_replays.png", full_page=True)
 
 
@@ -127,8 +127,8 @@ def test_unused_heldout_index_does_not_block_a_generated_start(app, browser, tmp
     box.press("Tab")
     page.get_by_label("You are the agent").check()
     page.get_by_role("button", name="▶ Start episode").click()  # source stays "Generated"
-    page.get_by_text("Questions left:").wait_for(timeout=20000)
+    page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Published held-out list").check()  # now the index is used, and refused by name
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("held-out index must be in 0..299", exact=False).first.wait_for(timeout=20000)
+    page.get_by_text("held-out index must be in 0..299", exact=False).first.wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / f"heldout_{index}.png"), full_page=True)

@@ -3,16 +3,17 @@ receives the final score; two clients play at once without seeing each other's s
 
 import re
 import threading
-import time
 
 import gradio as gr
 import pytest
 from gradio_client import Client
 
+from core.models.entries import local_entry
 from core.runs.episode_log import read_episodes
-from demo.live import layout as live
-from tests.app.harness import launched
+from demo.live import layout
+from tests.app.harness import launched, warm_live
 from tests.fixtures.tiny_chat import build_tiny_chat
+from tests.fixtures.waiting import WAIT_SCALE, wait_until
 
 SETTINGS = dict(source="generated", family="event_planning", difficulty="easy", seed=3, heldout=0, rubric="v1",
                 temperature=0.0, max_new_tokens=160, sample_seed=0, int8=False)
@@ -23,9 +24,10 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("live_app")
     build_tiny_chat(root / "models" / "tiny")
     build_tiny_chat(root / "slow", hidden=384, layers=6)  # slow enough that Stop lands mid-turn
+    warm_live(local_entry(root / "models" / "tiny"), local_entry(root / "slow"))  # the two folders the tests play
     with gr.Blocks() as demo:
         with gr.Tab("Live play"):
-            live.build(demo, root / "replays", root / "models")
+            layout.build(demo, root / "replays", root / "models")
     demo.queue()
     with launched(demo) as url:
         yield url, root
@@ -42,7 +44,7 @@ def test_watch_episode_streams_to_a_final_score(app):
     client = Client(url, verbose=False)
     start(client, root)
     job = client.submit(api_name="/live_play")
-    final = job.result(timeout=120)
+    final = job.result(timeout=120 * WAIT_SCALE)
     streamed = job.outputs()
     drafts = [o[0][-1] for o in streamed[:-1] if "generating" in str(o[0][-1]["content"])]
     assert drafts, "no streamed partial turn arrived before the end"
@@ -81,11 +83,10 @@ def test_stop_from_a_client_ends_the_generation(app):
     client = Client(url, verbose=False)
     start(client, root, path=str(root / "slow"), max_new_tokens=1024)  # greedy: no end token here
     job = client.submit(api_name="/live_play")
-    deadline = time.monotonic() + 60
-    while not any("generating" in str(o[1]) for o in job.outputs()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(job.outputs, lambda outs: any("generating" in str(o[1]) for o in outs),
+               what="the first streamed turn", timeout_s=60)
     assert client.predict(api_name="/live_stop") == "stopping…"
-    final = job.result(timeout=60)
+    final = job.result(timeout=60 * WAIT_SCALE)
     assert final[1].startswith("stopped") and "generating" not in str(final[0][-1]["content"])
     assert not [t for t in threading.enumerate() if t.name == "live-generate"]
 
@@ -95,12 +96,11 @@ def test_a_long_generation_does_not_block_another_session(app):
     a, b = Client(url, verbose=False), Client(url, verbose=False)
     start(a, root, path=str(root / "slow"), max_new_tokens=1024)  # greedy: runs until stopped
     long_job = a.submit(api_name="/live_play")
-    deadline = time.monotonic() + 60
-    while not any("generating" in str(o[1]) for o in long_job.outputs()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(long_job.outputs, lambda outs: any("generating" in str(o[1]) for o in outs),
+               what="the first streamed turn", timeout_s=60)
     start(b, root, mode="agent")
     answered = b.predict("Which date works?", api_name="/live_ask")  # served while a generates
     assert "Which date works?" in str(answered[0])
     assert not long_job.done(), "the other session's move waited for the long generation"
     a.predict(api_name="/live_stop")
-    assert long_job.result(timeout=60)[1].startswith("stopped")
+    assert long_job.result(timeout=60 * WAIT_SCALE)[1].startswith("stopped")

@@ -2,14 +2,13 @@
 SSE endpoint on 127.0.0.1 plays a Watch episode that streams and ends with its breakdown and
 per-turn speed, Stop closes the stream on the endpoint, and an endpoint error shows as text."""
 
-import time
-
 import gradio as gr
 import pytest
 
-from demo.live import layout as live
-from tests.app.harness import chromium, launched
+from demo.live import layout
+from tests.app.harness import WAIT_MS, chromium, launched
 from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas
+from tests.fixtures.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +18,7 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("live_endpoint")
     with gr.Blocks() as demo:
         with gr.Tab("Live play"):
-            live.build(demo, root / "replays")
+            layout.build(demo, root / "replays")
     demo.queue()
     with launched(demo) as url:
         yield url
@@ -37,7 +36,7 @@ def open_with(browser, url, spec):
     box = page.get_by_label("…or a local model folder (Hugging Face layout)")
     box.fill(spec)
     box.press("Enter")
-    page.get_by_text("reached when a turn is played").wait_for(timeout=20000)
+    page.get_by_text("reached when a turn is played").wait_for(timeout=WAIT_MS)
     return page
 
 
@@ -47,10 +46,10 @@ def test_watch_episode_streams_through_the_endpoint(app, browser, chat_server, t
                  sse(text_deltas(tagged("propose_plan", plan='{"date": "today"}'), size=3), gap_s=0.02))
     page = open_with(browser, app, s.spec())
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("generating (").first.wait_for(timeout=20000)  # the tool call, mid-stream
+    page.get_by_text("generating (").first.wait_for(timeout=WAIT_MS)  # the tool call, mid-stream
     page.screenshot(path=tmp_path / "endpoint_streaming.png", full_page=True)
-    page.get_by_text("episode ended (plan)").first.wait_for(timeout=30000)
-    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=20000)
+    page.get_by_text("episode ended (plan)").first.wait_for(timeout=WAIT_MS)
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=WAIT_MS)
     assert page.get_by_text("turn 2: first token").is_visible() and len(s.requests) == 2
     assert all(r["stream"] for r in s.requests)
     page.screenshot(path=tmp_path / "endpoint_end.png", full_page=True)
@@ -61,15 +60,13 @@ def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, chat_serve
                  Reply("status", {"error": "<img src=x onerror=alert(1)>no such model"}, status=404))
     page = open_with(browser, app, s.spec())
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("generating (").first.wait_for(timeout=20000)
+    page.get_by_text("generating (").first.wait_for(timeout=WAIT_MS)
     page.get_by_role("button", name="■ Stop").click()
-    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=20000)
-    deadline = time.monotonic() + 5
-    while not s.hangups and time.monotonic() < deadline:
-        time.sleep(0.05)
+    page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=WAIT_MS)
+    wait_until(lambda: s.hangups, what="the endpoint to see the stream closed", timeout_s=5)
     assert s.hangups == 1 and s.sent_events < 1000, "the endpoint kept streaming after Stop"
     page.get_by_role("button", name="Continue ▸").click()
-    page.get_by_text("HTTP 404").first.wait_for(timeout=20000)
+    page.get_by_text("HTTP 404").first.wait_for(timeout=WAIT_MS)
     assert page.get_by_text("<img src=x onerror=alert(1)>", exact=False).first.is_visible()  # shown, not rendered
     assert page.locator("img[src=x]").count() == 0
     page.screenshot(path=tmp_path / "endpoint_error.png", full_page=True)
@@ -86,8 +83,8 @@ def test_a_models_output_makes_no_element_link_or_request(app, browser, chat_ser
     fetched = []
     page.on("request", lambda r: fetched.append(r.url) if "127.0.0.1:9" in r.url else None)
     page.get_by_role("button", name="▶ Start episode").click()
-    page.get_by_text("episode ended").first.wait_for(timeout=30000)
-    page.get_by_text("Sign in again", exact=False).first.wait_for(timeout=10000)  # shown, as text
+    page.get_by_text("episode ended").first.wait_for(timeout=WAIT_MS)
+    page.get_by_text("Sign in again", exact=False).first.wait_for(timeout=WAIT_MS)  # shown, as text
     page.screenshot(path=tmp_path / "endpoint_payload.png", full_page=True)
     assert not fetched, f"the page fetched {fetched}"
     assert page.locator("a[href*='127.0.0.1:9'], img[src*='127.0.0.1:9']").count() == 0

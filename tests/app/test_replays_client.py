@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.harness import free_port, launched
+from tests.fixtures.waiting import wait_until
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -58,7 +59,6 @@ def test_export_csv(client):
 def test_main_prints_where_it_listens(tmp_path):
     import subprocess
     import sys
-    import time
     import urllib.request
 
     port = free_port()
@@ -70,14 +70,13 @@ def test_main_prints_where_it_listens(tmp_path):
         while line and "listening" not in line:
             line = proc.stdout.readline()
         assert f"ClarifyLab listening on http://127.0.0.1:{port}" in line
-        deadline = time.time() + 60
-        while True:
+
+        def page_status():
             try:
-                assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status == 200
-                break
-            except OSError:
-                assert time.time() < deadline
-                time.sleep(0.2)
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status
+            except OSError as exc:  # not serving yet
+                return exc
+        wait_until(page_status, lambda status: status == 200, what="the page to be served", timeout_s=60)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

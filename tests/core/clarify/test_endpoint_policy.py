@@ -18,9 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.clarify.endpoint_policy import EndpointError, EndpointPolicy, make_endpoint_policy, parse_spec
+from core.clarify.endpoint_policy import EndpointError, EndpointPolicy, make_endpoint_policy
 from core.clarify.environment import ClarifyEnv
 from core.clarify.scenarios import load_scenarios
+from core.models.entries import parse_spec
 from core.records import Generation
 from core.runs.eval import main as eval_main, read_run
 

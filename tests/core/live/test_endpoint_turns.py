@@ -3,19 +3,20 @@ answers, tool-call deltas, Stop, every kind of endpoint error), then `transforme
 our shipped policy (skipped when it or the checkpoint is not here)."""
 
 import threading
-import time
 
 import pytest
 
-from core.live import session as live
-from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
-from core.live.streaming import GenerationSettings
 from core.clarify.scenarios import generate_scenario
-from core.loading import ModelCache
-from core.registry import chat_endpoint_entry
+from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
+from core.live.session import answer_question, messages, start
+from core.live.streaming import GenerationSettings
+from core.live.turns import run_model
+from core.models.cache import ModelCache
+from core.models.lists import chat_endpoint_entry
 from tests.core.clarify.test_endpoint_policy import CHECKPOINT, GREEDY, free_port
 from tests.core.clarify.test_endpoint_policy import served  # noqa: F401 (a fixture, used by name)
 from tests.fixtures.chat_stream_server import Reply, call_deltas, sse, tagged, text_deltas
+from tests.fixtures.waiting import wait_for_threads_to_end, wait_until
 
 SCENARIO = generate_scenario(0, "easy")
 FIELD = SCENARIO.required_keys[0]
@@ -23,7 +24,7 @@ PLAN = tagged("propose_plan", plan="{}")
 
 
 def begin(spec, mode="watch", settings=GenerationSettings(temperature=0.0, max_new_tokens=64, seed=3)):
-    return live.start(mode, SCENARIO, entry=chat_endpoint_entry(spec), settings=settings)
+    return start(mode, SCENARIO, entry=chat_endpoint_entry(spec), settings=settings)
 
 
 def play(session, stop=None, **options):
@@ -67,7 +68,7 @@ def test_you_are_the_user_mode_plays_through_the_endpoint(chat_server):
     s = chat_server(sse(text_deltas(tagged("ask_question", question=f"What is the {FIELD}?"))), sse(text_deltas(PLAN)))
     _, asked = play(begin(s.spec(), mode="user"))
     assert asked.pending is not None and not asked.done and len(s.requests) == 1
-    answered = live.answer_question(asked, "my answer is forty two")
+    answered = answer_question(asked, "my answer is forty two")
     _, last = play(answered)
     assert last.done and "my answer is forty two" in s.requests[1]["messages"][-1]["content"]
 
@@ -81,9 +82,8 @@ def test_stop_ends_the_turn_and_closes_the_connection(chat_server):
             stop.set()
     last = states[-1]
     assert last.stopped and "stopped" in last.status and not last.env.turns and last.timings
-    deadline = time.monotonic() + 5
-    while (s.hangups == 0 or any(t.name == WORKER_NAME for t in threading.enumerate())) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: s.hangups, what="the server to see the connection closed", timeout_s=5)
+    wait_for_threads_to_end(WORKER_NAME, timeout_s=5)
     assert s.hangups == 1 and s.sent_events < 100, "the server kept streaming after Stop"
     assert not any(t.name == WORKER_NAME for t in threading.enumerate())
 
@@ -103,7 +103,7 @@ def test_endpoint_errors_end_the_episode_with_the_error_as_text(chat_server, rep
     s = chat_server(reply)
     _, last = play(begin(s.spec()), **options)
     assert last.done and last.env.termination == "unparseable" and error in last.env.turns[-1].parse_error
-    assert "<b>" not in last.status and "<b>" not in str(live.messages(last))
+    assert "<b>" not in last.status and "<b>" not in str(messages(last))
 
 
 def test_refused_connection_ends_the_episode():
@@ -123,7 +123,7 @@ def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(chat_serve
 def test_run_model_takes_the_endpoint_path_without_loading_anything(chat_server):
     s = chat_server(sse(text_deltas(PLAN)))
     cache = ModelCache()
-    *_, last = live.run_model(begin(s.spec()), cache, threading.Event())
+    *_, last = run_model(begin(s.spec()), cache, threading.Event())
     assert last.env.termination == "plan" and cache.loaded() == []
 
 

@@ -3,20 +3,22 @@
 import copy
 import json
 import threading
-import time
 from contextlib import contextmanager
 
 import pytest
 
-from core.live import session as live
-from core.runs.episode_log import read_episodes
 from core.clarify.policies import revealing_question
-from core.runs.replays import discover_runs
-from core.loading import ModelCache
-from core.registry import local_entry
 from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.live.session import (MAX_ANSWER_CHARS, LiveError, agent_move, answer_question, messages, pick_scenario,
+                               save_run, start)
 from core.live.streaming import GenerationSettings
+from core.live.turns import model_turns
+from core.models.cache import ModelCache
+from core.models.entries import local_entry
+from core.runs.episode_log import read_episodes
+from core.runs.replays import discover_runs
 from tests.fixtures.tiny_chat import build_tiny_chat
+from tests.fixtures.waiting import wait_for_threads_to_end
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def call(name, **arguments):
 
 
 def play(session, lm, tokenizer, stop=None):
-    *_, last = live.model_turns(session, lm, tokenizer, stop or threading.Event(), min_interval=0)
+    *_, last = model_turns(session, lm, tokenizer, stop or threading.Event(), min_interval=0)
     return last
 
 
@@ -64,7 +66,7 @@ SCENARIO = generate_scenario(0, "easy")
     ("heldout", "any", "easy", 0, 4, load_scenarios("clarifyrl-heldout", 5)[4].id),  # by index
 ])
 def test_pick_scenario(source, family, difficulty, seed, index, expect):
-    assert live.pick_scenario(source, family, difficulty, seed, index).id.endswith(expect)
+    assert pick_scenario(source, family, difficulty, seed, index).id.endswith(expect)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -72,30 +74,30 @@ def test_pick_scenario(source, family, difficulty, seed, index, expect):
     (("generated", "cooking", "easy", 0, 0), "unknown family"),
 ])
 def test_pick_scenario_rejects(args, message):
-    with pytest.raises(live.LiveError, match=message):
-        live.pick_scenario(*args)
+    with pytest.raises(LiveError, match=message):
+        pick_scenario(*args)
 
 
 def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
-    session = live.start("agent", SCENARIO, "v1")
+    session = start("agent", SCENARIO, "v1")
     profile = SCENARIO.hidden_profile
     for field in profile:
         before, asked = session, session.env.questions_asked
-        session = live.agent_move(session, "ask_question", revealing_question(field, tuple(profile), "v1"))
+        session = agent_move(session, "ask_question", revealing_question(field, tuple(profile), "v1"))
         assert before.env.questions_asked == asked  # the input session is never mutated
     assert session.budget()["questions_left"] == SCENARIO.max_questions - len(profile)
     plan = {**profile, **{k: "unknown" for k in SCENARIO.required_keys if k not in profile}}
-    session = live.agent_move(session, "propose_plan", json.dumps(plan))
+    session = agent_move(session, "propose_plan", json.dumps(plan))
     assert session.done and session.env.termination == "plan"
     assert session.episodes[-1].score == session.env.score > 0.8
-    log = live.save_run(session, tmp_path)
+    log = save_run(session, tmp_path)
     assert log == tmp_path / session.run_name / "episodes.jsonl"
     assert read_episodes(log).episodes[0].policy == "human"
     assert json.loads((log.parent / "summary.json").read_text())["n"] == 1
     listed = {run.name: run for run in discover_runs(tmp_path)}  # what the Replays tab lists
     assert listed[session.run_name].n == 1 and listed[session.run_name].policy == "live session"
-    with pytest.raises(live.LiveError, match="has ended"):
-        live.agent_move(session, "ask_question", "more?")
+    with pytest.raises(LiveError, match="has ended"):
+        agent_move(session, "ask_question", "more?")
 
 
 @pytest.mark.parametrize("tool, text, message", [
@@ -105,17 +107,17 @@ def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
     ("delete_everything", "", "unknown tool"),            # not a tool
 ])
 def test_agent_mode_rejects_bad_moves(tool, text, message):
-    with pytest.raises(live.LiveError, match=message):
-        live.agent_move(live.start("agent", SCENARIO), tool, text)
+    with pytest.raises(LiveError, match=message):
+        agent_move(start("agent", SCENARIO), tool, text)
 
 
 def test_next_episode_keeps_the_session_run(tmp_path):
-    first = live.agent_move(live.start("agent", SCENARIO), "propose_plan", "{}")
-    second = live.agent_move(live.start("agent", SCENARIO, previous=first), "propose_plan", "{}")
+    first = agent_move(start("agent", SCENARIO), "propose_plan", "{}")
+    second = agent_move(start("agent", SCENARIO, previous=first), "propose_plan", "{}")
     assert second.session_id == first.session_id and len(second.episodes) == 2
-    ids = [e.id for e in read_episodes(live.save_run(second, tmp_path)).episodes]
+    ids = [e.id for e in read_episodes(save_run(second, tmp_path)).episodes]
     assert ids == [f"{SCENARIO.id}#0", f"{SCENARIO.id}#1"]  # same scenario twice: distinct ids
-    other = live.start("agent", SCENARIO, "v2", previous=second)  # another rubric: another run
+    other = start("agent", SCENARIO, "v2", previous=second)  # another rubric: another run
     assert other.session_id != second.session_id and other.episodes == []
 
 
@@ -125,7 +127,7 @@ def test_watch_mode_plays_to_the_end_with_a_scripted_model(tiny):
     texts = [call("get_task_info"), call("ask_question", question=revealing_question(field, tuple(profile), "v1")),
              call("propose_plan", plan=json.dumps({field: profile[field]}))]
     lm = ScriptedLM(tiny.tokenizer, texts)
-    session = play(live.start("watch", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
+    session = play(start("watch", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
     assert session.done and [t.call.name for t in session.env.turns] == ["get_task_info", "ask_question", "propose_plan"]
     assert session.env.revealed == {field: profile[field]}
     assert "Required plan fields" in lm.prompts[0] and str(profile[field]) in lm.prompts[2]  # answers fed back
@@ -139,20 +141,20 @@ def test_watch_mode_plays_to_the_end_with_a_scripted_model(tiny):
     ("la " * 400, "unparseable", "no tool call found"),                                # endless text, cut
 ])
 def test_bad_output_ends_the_episode_visibly(tiny, text, termination, shown):
-    session = live.start("watch", SCENARIO, entry=local_entry("x"), settings=GenerationSettings(max_new_tokens=60))
+    session = start("watch", SCENARIO, entry=local_entry("x"), settings=GenerationSettings(max_new_tokens=60))
     session = play(session, ScriptedLM(tiny.tokenizer, [text]), tiny.tokenizer)
     assert session.env.termination == termination
     assert session.env.turns[0].raw.strip()[:20] == text.strip()[:20]
-    transcript = json.dumps(live.messages(session))
+    transcript = json.dumps(messages(session))
     assert shown in transcript and "unparseable" in transcript
 
 
 def test_unknown_tool_continues_with_an_error_in_the_transcript(tiny):
     texts = [call("book_venue", where="home"), call("propose_plan", plan="{}")]
-    session = play(live.start("watch", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
+    session = play(start("watch", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
     first = session.env.turns[0]
     assert "unknown tool" in first.result["error"] and session.env.termination == "plan"
-    assert "unknown tool" in json.dumps(live.messages(session))
+    assert "unknown tool" in json.dumps(messages(session))
 
 
 def test_user_mode_scores_the_persons_answers(tiny):
@@ -162,13 +164,13 @@ def test_user_mode_scores_the_persons_answers(tiny):
              call("ask_question", question=revealing_question(second, tuple(profile), "v1")),
              call("propose_plan", plan="{}")]
     lm = ScriptedLM(tiny.tokenizer, texts)
-    session = play(live.start("user", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
+    session = play(start("user", SCENARIO, entry=local_entry("x")), lm, tiny.tokenizer)
     assert session.pending is not None and session.pending.field == first and not session.env.turns
-    assert "waiting for your answer" in json.dumps(live.messages(session))
-    session = live.answer_question(session, f"It is {profile[first]}, thanks")  # states the value
+    assert "waiting for your answer" in json.dumps(messages(session))
+    session = answer_question(session, f"It is {profile[first]}, thanks")  # states the value
     assert session.env.turns[-1].result["field_revealed"] == first
     session = play(session, lm, tiny.tokenizer)
-    session = live.answer_question(session, "no idea")  # does not state the hidden value
+    session = answer_question(session, "no idea")  # does not state the hidden value
     result = session.env.turns[-1].result
     assert result["field_revealed"] is None and result["answer_missed"] == second and result["answer"] == "no idea"
     assert session.env.turns[-1].reward == 0.02  # scored like a question that revealed nothing (v1)
@@ -178,20 +180,20 @@ def test_user_mode_scores_the_persons_answers(tiny):
     assert "simulator_answer" not in lm.prompts[2] and "answer_missed" not in lm.prompts[2]
     assert str(profile[second]) not in lm.prompts[2].split("no idea")[-1]
     assert session.episodes[-1].fields_revealed == [first]
-    with pytest.raises(live.LiveError, match="no question waiting"):
-        live.answer_question(session, "late")
+    with pytest.raises(LiveError, match="no question waiting"):
+        answer_question(session, "late")
 
 
 def test_overlong_visitor_text_is_refused_with_the_reason(tiny):
     texts = [call("ask_question", question=revealing_question(list(SCENARIO.hidden_profile)[0],
                                                               tuple(SCENARIO.hidden_profile), "v1"))]
-    session = play(live.start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
-    with pytest.raises(live.LiveError, match=r"limited to 200 characters \(yours has 100000\).*1,024-token context"):
-        live.answer_question(session, "x" * 100_000)
+    session = play(start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
+    with pytest.raises(LiveError, match=r"limited to 200 characters \(yours has 100000\).*1,024-token context"):
+        answer_question(session, "x" * 100_000)
     assert session.pending is not None  # the question still waits; a short answer goes through
-    assert live.answer_question(session, "x" * live.MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 200
-    with pytest.raises(live.LiveError, match="questions are limited to 300"):
-        live.agent_move(live.start("agent", SCENARIO), "ask_question", "why? " * 1000)
+    assert answer_question(session, "x" * MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 200
+    with pytest.raises(LiveError, match="questions are limited to 300"):
+        agent_move(start("agent", SCENARIO), "ask_question", "why? " * 1000)
 
 
 @contextmanager
@@ -210,14 +212,14 @@ def counting_forward_without_eos(lm, tokenizer):
 def test_stop_really_stops_the_model(tiny):
     with counting_forward_without_eos(tiny.model, tiny.tokenizer) as calls:
         settings = GenerationSettings(temperature=1.0, max_new_tokens=2000)
-        session = live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings)
+        session = start("watch", SCENARIO, entry=local_entry("x"), settings=settings)
         stop = threading.Event()
-        turns = live.model_turns(session, tiny.model, tiny.tokenizer, stop, min_interval=0)
+        turns = model_turns(session, tiny.model, tiny.tokenizer, stop, min_interval=0)
         next(turns)
         stop.set()
         last = list(turns)[-1]
         done_at = len(calls)
-        time.sleep(0.2)
+        wait_for_threads_to_end("live-generate")
         assert len(calls) == done_at < 2000  # nothing runs after the turn was stopped
         assert last.stopped and last.draft == "" and not last.env.turns  # unfinished turn dropped
         assert not any(t.name == "live-generate" for t in threading.enumerate())
@@ -225,26 +227,26 @@ def test_stop_really_stops_the_model(tiny):
 
 def test_closing_the_stream_stops_generation(tiny):
     with counting_forward_without_eos(tiny.model, tiny.tokenizer) as calls:
-        session = live.start("watch", SCENARIO, entry=local_entry("x"),
-                             settings=GenerationSettings(temperature=1.0, max_new_tokens=2000))
-        turns = live.model_turns(session, tiny.model, tiny.tokenizer, threading.Event(), min_interval=0)
+        session = start("watch", SCENARIO, entry=local_entry("x"),
+                        settings=GenerationSettings(temperature=1.0, max_new_tokens=2000))
+        turns = model_turns(session, tiny.model, tiny.tokenizer, threading.Event(), min_interval=0)
         next(turns)
         turns.close()  # what Gradio does when Stop cancels the event
         done_at = len(calls)
-        time.sleep(0.2)
+        wait_for_threads_to_end("live-generate")
         assert len(calls) == done_at < 2000
         assert not any(t.name == "live-generate" for t in threading.enumerate())
 
 
 def test_sessions_deep_copy_and_never_share_state(tiny):
-    a = live.start("agent", SCENARIO)
-    b = live.start("agent", generate_scenario(1, "hard"))
+    a = start("agent", SCENARIO)
+    b = start("agent", generate_scenario(1, "hard"))
     assert copy.deepcopy(a).env.scenario == a.env.scenario and a.session_id != b.session_id
     out = {}
 
     def run(name, session):
         for _ in range(3):
-            session = live.agent_move(session, "ask_question", f"{name} question")
+            session = agent_move(session, "ask_question", f"{name} question")
         out[name] = session
 
     threads = [threading.Thread(target=run, args=(n, s)) for n, s in (("a", a), ("b", b))]
@@ -258,17 +260,17 @@ def test_sessions_deep_copy_and_never_share_state(tiny):
 
 
 def test_save_run_stays_inside_the_replays_dir(tmp_path):
-    session = live.agent_move(live.start("agent", SCENARIO), "propose_plan", "{}")
+    session = agent_move(start("agent", SCENARIO), "propose_plan", "{}")
     session.session_id = "../../etc"
-    with pytest.raises(live.LiveError, match="bad session id"):
-        live.save_run(session, tmp_path)
-    with pytest.raises(live.LiveError, match="no finished episode"):
-        live.save_run(live.start("agent", SCENARIO), tmp_path)
+    with pytest.raises(LiveError, match="bad session id"):
+        save_run(session, tmp_path)
+    with pytest.raises(LiveError, match="no finished episode"):
+        save_run(start("agent", SCENARIO), tmp_path)
 
 
 def test_watch_needs_a_model_and_settings_are_checked():
-    with pytest.raises(live.LiveError, match="needs a model"):
-        live.start("watch", SCENARIO)
+    with pytest.raises(LiveError, match="needs a model"):
+        start("watch", SCENARIO)
     with pytest.raises(ValueError, match="temperature"):
         GenerationSettings(temperature=-1)
     with pytest.raises(ValueError, match="max new tokens"):
@@ -278,10 +280,10 @@ def test_watch_needs_a_model_and_settings_are_checked():
 def test_each_model_turn_records_its_speed_and_reuses_the_cache(tiny):
     # a real (random) model: greedy and capped, so each turn is exactly 6 tokens or ends early
     settings = GenerationSettings(temperature=0.0, max_new_tokens=6)
-    session = play(live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
+    session = play(start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
     first = session.timings[0]
     assert first.turn == 1 and 0 < first.first_token_s <= first.seconds and 1 <= first.tokens <= 6
     assert "first token" in first.line() and "tokens/s" in first.line()
-    again = play(live.start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
+    again = play(start("watch", SCENARIO, entry=local_entry("x"), settings=settings), tiny.model, tiny.tokenizer)
     assert again.timings[0].reused_tokens > 0  # the same prompt: the second episode prefills one token
     assert [t.raw for t in again.env.turns] == [t.raw for t in session.env.turns]

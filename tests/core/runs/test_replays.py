@@ -1,4 +1,5 @@
-"""Replay runs on disk: discovery, safe name resolution, loading, uploads, table, filters, compare."""
+"""Replay runs on disk: discovery, safe name resolution, loading, uploads, table, filters (comparing two
+runs is tested in test_comparison.py)."""
 
 import json
 import shutil
@@ -6,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from core.records import Episode
 from core.runs import episode_table as table
 from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
-from core.runs.comparison import comparison_note, compare_tables, largest_gap
 from core.runs.episode_table import Filters
-from core.records import Episode
-from core.runs.replays import (SHIPPED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
-                          regenerate, discover_runs, find_episode, get_run, load_upload,
-                          resolve_run, runs_table, upload_name)
+from core.runs.replays import (REPLAYED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
+                               discover_runs, find_episode, get_run, load_upload, regenerate, resolve_run, runs_table,
+                               upload_name)
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -114,31 +114,6 @@ def test_runs_table_keeps_the_picked_order(root):
 def test_filters(root, filters, expected):
     frame = runs_table(root, [ORACLE, GUESS])
     assert len(table.filter_table(frame, filters)) == expected
-
-
-def test_compare_pairs_by_scenario(root):
-    comp = compare_tables(get_run(root, ORACLE).table, get_run(root, GUESS).table)
-    assert len(comp.table) == 6 and comp.only_a == 0 and comp.only_b == 0
-    expected = (comp.table["score_a"] - comp.table["score_b"]).mean()
-    assert comp.difference.mean == pytest.approx(expected, abs=1e-3)  # the table rounds to 4 places
-    assert comp.difference.lo <= comp.difference.mean <= comp.difference.hi
-    assert largest_gap(comp) == "seed6_meeting_scheduling_hard"  # guess scored 0 there
-    note = comparison_note(comp, ORACLE, GUESS)
-    assert "6" in note and "higher" in note
-
-
-def test_compare_with_partial_overlap(root):
-    a = get_run(root, ORACLE).table
-    comp = compare_tables(a[:4], get_run(root, GUESS).table[2:])
-    assert list(comp.table["scenario"]) == list(a["scenario"][2:4])
-    assert comp.only_a == 2 and comp.only_b == 2
-
-
-def test_compare_without_overlap_is_explicit(root):
-    a = get_run(root, ORACLE).table
-    comp = compare_tables(a[:2], a[2:])
-    assert comp.difference.n == 0 and largest_gap(comp) is None
-    assert "share no scenario" in comparison_note(comp, "a", "b")
 
 
 def test_aggregates(root):
@@ -271,7 +246,7 @@ SHIPPED = Path(__file__).parents[3] / "replays"
 
 def test_shipped_runs_are_complete_and_strictly_valid():
     runs = {r.name: r for r in discover_runs(SHIPPED)}
-    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in SHIPPED_POLICIES}
+    expected = {f"{folder}/{policy}" for folder, _ in SHIPPED_SETS for policy in REPLAYED_POLICIES}
     assert expected <= set(runs)  # plus the shipped model policies' runs (clarify-warmup, clarify-grpo)
     for name, info in runs.items():
         episodes = read_episodes(SHIPPED / name / "episodes.jsonl").episodes  # strict
@@ -283,7 +258,7 @@ def test_shipped_runs_are_complete_and_strictly_valid():
 
 def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
     monkeypatch.setattr("core.runs.replays.SHIPPED_SETS", SHIPPED_SETS[1:])
-    monkeypatch.setattr("core.runs.replays.SHIPPED_POLICIES", ("guess",))
+    monkeypatch.setattr("core.runs.replays.REPLAYED_POLICIES", ("guess",))
     monkeypatch.chdir(tmp_path)
     assert regenerate("replays") == ["clarifyrl-heldout50-v1/guess"]
     name = "clarifyrl-heldout50-v1/guess"

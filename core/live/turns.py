@@ -1,0 +1,72 @@
+"""Live play's model turns: a local model streams its turns into the session; ``run_model`` loads
+the session's model once per process (or hands an endpoint entry to ``endpoint_turns``).
+
+Imports point one way: this module sits above ``session`` (the record and how a finished turn
+steps it) and ``endpoint_turns`` (the same turns through a chat endpoint), and neither imports it.
+"""
+
+import copy
+import threading
+from contextlib import closing
+from typing import Any, Iterator
+
+from core.live.endpoint_turns import endpoint_turns
+from core.live.session import LiveError, LiveSession, apply_model_text, settle
+from core.live.streaming import TurnClock, stream_turn
+from core.models.cache import ModelCache
+from core.models.loader import Progress
+
+
+def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threading.Event,
+                min_interval: float = 0.05) -> Iterator[LiveSession]:
+    """Generate model turns until the episode ends, the person must answer, or ``stop`` is set.
+
+    Yields the session as text streams in (at most every ``min_interval`` seconds, plus once per
+    finished turn). Closing the iterator stops generation at the next token.
+    """
+    session = copy.deepcopy(session)
+    if session.mode == "agent" or session.pending is not None or session.done:
+        yield session
+        return
+    from core.clarify.chat_policy import ChatPolicy  # torch is imported only once a model plays
+    from core.clarify.kv_cache import store_for
+
+    session.stopped, session.draft = False, ""
+    policy = ChatPolicy(model, tokenizer, name=session.model_label, generation=session.settings.generation(),
+                        kv=store_for(model))  # earlier turns' (and episodes') keys/values are reused
+    while not session.done and session.pending is None:
+        seed = session.settings.seed * 1000 + len(session.env.turns)
+        ids: list[int] = []
+        session.status = f"generating turn {len(session.env.turns) + 1}"
+        clock = TurnClock()
+        with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock)) as stream:
+            for session.draft, ids in stream:
+                session.draft_tokens = len(ids)
+                yield session
+        session.timings.append(clock.timing(len(session.env.turns) + 1, policy.reused_tokens))
+        finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
+        raw, session.draft, session.draft_tokens = session.draft, "", 0
+        if stop.is_set() and not finished:
+            session.stopped = True
+            session.status = "stopped: the unfinished turn was discarded; Continue generates it again"
+            yield session
+            return
+        apply_model_text(session, raw)
+        settle(session)
+        yield session
+
+
+def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Event,
+              progress: Progress | None = None) -> Iterator[LiveSession]:
+    """Load the session's model (once per process, through ``cache``), or reach its endpoint, and
+    let it take its turns."""
+    if session is None:
+        raise LiveError("start an episode first")
+    if session.mode == "agent" or session.done or session.pending is not None:
+        yield session
+        return
+    if session.entry.source == "endpoint":  # no model here: the endpoint generates
+        yield from endpoint_turns(session, stop)
+        return
+    loaded = cache.get(session.entry, session.settings.int8, progress)
+    yield from model_turns(session, loaded.model, loaded.tokenizer, stop)

@@ -1,0 +1,103 @@
+"""Decision models for the picker: local exports, shipped folders, published entries, load once."""
+
+import pytest
+import torch
+
+from core.decision.models import OptionDecider, open_decider
+from core.models import entries
+from core.models.availability import check_decision, check_export, design
+from core.models.cache import ModelCache, pick
+from core.models.entries import LETTER_DESIGN, OPTION_DESIGN, SHIPPED_DIR
+from core.models.lists import all_entries, decision_entries, discover_local
+from tests.fixtures.tiny_decision import export_models
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = export_models(tmp_path_factory.mktemp("models"), names=("tiny-a",))
+    (root / "not-a-model").mkdir()
+    (root / "not-a-model" / "config.json").write_text("{}")
+    return root
+
+
+def test_entries_local_first_then_shipped(models_dir, tmp_path):
+    entries = decision_entries(models_dir, shipped_dir=tmp_path)
+    assert [e.key for e in entries[:5]] == ["tiny-a", "decision-rlcd", "decision-warmup", "decision-rlvr", "decision-oracle"]
+    assert check_decision(entries[0]).ok
+    shipped = check_decision(entries[1])
+    assert not shipped.ok and "not trained yet" in shipped.message
+
+
+def test_check_export_says_what_is_missing(models_dir):
+    assert "no decision.json" in check_export(models_dir / "not-a-model").message
+    assert "no folder" in check_export(models_dir / "absent").message
+
+
+def test_cache_loads_each_folder_once_and_pick_names_fields(models_dir, monkeypatch, tmp_path):
+    cache = ModelCache(open_decider=open_decider)
+    entry = decision_entries(models_dir)[0]
+    assert cache.decider(entry) is cache.decider(entry)
+    deciders, errors = pick(cache, models_dir, {"model": "tiny-a", "model_b": "nope", "other": ""})
+    assert list(deciders) == ["tiny-a"] and list(errors) == ["model_b"] and "unknown model" in errors["model_b"]
+    monkeypatch.setattr(entries, "SHIPPED_DIR", tmp_path / "checkpoints")  # a checkout without trained models
+    _, errors = pick(cache, models_dir, {"model": "decision-rlvr"})
+    assert "not trained yet" in errors["model"]
+
+
+def test_published_decision_models_come_from_the_one_list():
+    pytest.importorskip("core.models.lists")
+    published = [e for e in decision_entries() if e.source == "hub"]
+    assert published and all(e.source == "hub" for e in published)
+    for entry in published:
+        found = check_decision(entry)  # offline: never a download, always a reason
+        assert found.ok or found.message
+        if entry.remote_code:
+            assert not found.ok and "remote code" in found.message
+
+
+def test_the_picker_lists_the_one_list(models_dir):
+    picker = {e.key for e in decision_entries(models_dir)}
+    assert picker == {e.key for e in all_entries(models_dir, kind="decision")}
+    assert {"tiny-a", "decision-rlcd"} <= picker and "not-a-model" not in picker
+    every = all_entries(models_dir)
+    assert len({e.key for e in every}) == len(every)  # one key convention, no collisions across kinds
+
+
+SHIPPED_SCORER = SHIPPED_DIR / "option-scorer"
+
+
+def test_the_shipped_option_scorer_is_a_shipped_entry_with_its_design(tmp_path):
+    entry = next(e for e in decision_entries() if e.key == "option-scorer")
+    assert entry.source == "shipped" and entry.kind == "decision" and entry.location == str(SHIPPED_SCORER)
+    assert design(entry) == OPTION_DESIGN and design(decision_entries()[0]) == LETTER_DESIGN
+    assert check_decision(entry).ok and check_decision(entry).path == SHIPPED_SCORER
+    absent = next(e for e in decision_entries(shipped_dir=tmp_path) if e.key == "option-scorer")
+    found = check_decision(absent)  # a checkout without it: says how to make it
+    assert not found.ok and "train/option_pipeline.sh" in found.message
+
+
+def test_an_option_scorer_folder_loads_strictly_and_is_asked_as_an_option_decider(tmp_path):
+    import shutil
+
+    from core.decision.option_model import OptionModelError
+
+    copy = tmp_path / "models" / "my-scorer"
+    shutil.copytree(SHIPPED_SCORER, copy)
+    local = next(e for e in decision_entries(copy.parent) if e.key == "my-scorer")  # discovered in a models folder
+    assert "option scorer" in local.note and design(local, check_decision(local)) == OPTION_DESIGN
+    decider = ModelCache(open_decider=open_decider).decider(local)
+    assert isinstance(decider, OptionDecider) and decider.max_options == 255 and decider.max_tokens == 8192
+    out = decider.score("Ticket 9: charged twice", {"t": {"type": "choice", "instructions": "Which team?",
+                                                          "criteria": {"BIL": "billing", "SEC": "security"}}})
+    ans = out["answers"]["t"]
+    assert {"confidence", "max_p", "entropy_confidence"} <= set(ans) and out["usage"]["path"] == "one pass"
+    assert not 0 <= ans["max_p"] - ans["confidence"] < 1e-12  # the head's confidence, not max p again
+    with open(copy / "heads.safetensors", "r+b") as f:  # one flipped byte: refused by the hash check
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 1]))
+    with pytest.raises(OptionModelError, match="sha256"):
+        open_decider(local, copy)
+    assert "my-scorer" not in {e.key for e in discover_local(copy.parent, "policy")}  # not a policy
