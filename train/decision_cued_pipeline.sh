@@ -12,8 +12,8 @@ SEED=${1:-0}
 RUNS=${2:-runs/decision-cued}
 DATA=${3:-runs/data/decision}
 PY=${PY:-.venv/bin/python}
-W=${W:-200}
-R=${R:-150}
+W=${W:-80}
+R=${R:-80}
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"

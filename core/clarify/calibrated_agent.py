@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Mapping, Protocol
 
 from core.clarify.cued import field_question
-from core.clarify.cued_policies import CUED_POLICIES, play_beliefs
+from core.clarify.cued_policies import play_beliefs
 from core.clarify.environment import ClarifyEnv
 from core.clarify.rubrics import QUESTION_COST
 from core.records import Beliefs, BeliefStep
@@ -61,27 +61,26 @@ class CalibratedAgent:
 
 def load_decision_model(key: str) -> DecisionModel:
     """A decision model by picker key, folder, cached hub id or System One URL, loaded once."""
-    from core.decision import models  # lazy: torch loads with the first model
+    from core.models.lists import find_decision
 
-    entry = models.find(None, key)
+    entry = find_decision(None, key)
     if entry is None:
         raise ValueError(f"decision:{key}: not a decision model folder, cached hub id or System One URL")
-    return _cache().get(entry)
+    return _cache().decider(entry)
 
 
 @lru_cache(maxsize=None)
 def _cache():
-    """One load-once cache for every agent in this process (the picker's own kind)."""
-    from core.decision.models import DeciderCache
+    """The one load-once cache (``core.models.cache``), building decision models as the Decisions tab does."""
+    from core.decision.models import open_decider  # lazy: torch loads with the first model
+    from core.models.cache import ModelCache
 
-    return DeciderCache()
+    return ModelCache(open_decider=open_decider)
 
 
-def make_cued_policy(name: str):
-    """``bayes``, ``ask-all`` or ``decision:MODEL``."""
-    if name in CUED_POLICIES:
-        return CUED_POLICIES[name]
+def make_calibrated_agent(name: str) -> CalibratedAgent:
+    """``decision:MODEL``: the agent on the decision model MODEL names."""
     key = name[len(PREFIX):]
     if not name.startswith(PREFIX) or not key:
-        raise ValueError(f"{name!r}: expected bayes, ask-all or decision:MODEL (a decision model folder or URL)")
+        raise ValueError(f"{name!r}: expected decision:MODEL (a decision model folder, cached hub id or URL)")
     return CalibratedAgent(load_decision_model(key), name)

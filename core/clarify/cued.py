@@ -6,21 +6,16 @@ prior), ``clear`` (names one value; certain), ``two`` (names two values; 0.5/0.5
 value with a hedge; ``WEAK_P`` on it, the rest shared evenly). The hidden value is drawn from that
 posterior, so the generator's posterior is exact by symmetry; it is stored in ``Scenario.cues``. The
 simulated user answers as in v2. ``field_question`` is the one choice question per field that the
-decision data trains on and the calibrated agent asks (docs/environment.md, "Scenario set v3").
+decision data trains on and the calibrated agent asks. ``core.clarify.scenarios.generate_cued`` draws
+the scenarios with these cues (docs/environment.md, "Ask or act").
 """
 
 import random
 from typing import Sequence
 
-from core.clarify.families import DIFFICULTIES, FAMILIES, FIELDS
-from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
-from core.records import CueKind, Cues, FieldCue, Scenario, Value
+from core.clarify.families import FIELDS
+from core.records import CueKind, FieldCue, Scenario, Value
 
-CUED_SPEC = "clarifylab-cued-v3"
-CUED_TRAIN_SEEDS = TRAIN_SEEDS
-"""Seeds the decision data's cued partitions draw from (disjoint from the held-out range)."""
-CUED_HELDOUT_SEEDS = range(70_000, 70_100)
-"""The held-out set: each seed as easy, medium, hard (300 scenarios, seed-major)."""
 KINDS: tuple[CueKind, ...] = ("none", "clear", "two", "weak")
 CUE_MIX = {"easy": (0.2, 0.4, 0.2, 0.2), "medium": (0.3, 0.25, 0.2, 0.25), "hard": (0.4, 0.1, 0.25, 0.25)}
 """P(cue kind) per required field, in ``KINDS`` order: harder scenarios say less for sure."""
@@ -76,38 +71,6 @@ def draw_cue(field: str, kind: CueKind, rng: random.Random) -> tuple[FieldCue, V
     template = rng.choice(TEMPLATES[kind])
     text = template.format(noun=noun(field), Noun=noun(field).capitalize(), a=hinted[0], b=hinted[-1])
     return FieldCue(kind=kind, hinted=hinted, posterior=posterior), value, text
-
-
-def generate_cued(seed: int, difficulty: str) -> Scenario:
-    """One v3 scenario: the seed's family and request, one cue per required field, profile = required fields."""
-    base = generate_scenario(seed, difficulty)
-    rng = random.Random(f"cued-v3/{seed}/{difficulty}")
-    family = FAMILIES[base.family]
-    cues, profile, sentences = {}, {}, []
-    for field in family.required:
-        kind = rng.choices(KINDS, weights=CUE_MIX[difficulty])[0]
-        cues[field], profile[field], text = draw_cue(field, kind, rng)
-        if text:
-            sentences.append(text)
-    rng.shuffle(sentences)
-    opener = base.request
-    if opener in INFORMATIVE_REQUESTS:
-        opener = rng.choice([r for r in family.requests if r not in INFORMATIVE_REQUESTS])
-    return Scenario(
-        seed=seed, family=base.family, difficulty=base.difficulty, title=base.title,
-        request=" ".join([opener, *sentences]), hidden_profile=profile,
-        critical_fields=sorted(f for f in family.critical if f in profile), required_keys=list(family.required),
-        field_keys=sorted(profile), max_steps=base.max_steps, max_questions=base.max_questions, cues=Cues(fields=cues))
-
-
-def cued_range(seeds: Sequence[int], difficulties: Sequence[str] = DIFFICULTIES) -> list[Scenario]:
-    """Each seed as each difficulty, seed-major (the held-out set's order)."""
-    return [generate_cued(seed, d) for seed in seeds for d in difficulties]
-
-
-def load_cued() -> list[Scenario]:
-    """The held-out ``clarifylab-cued-v3`` set (300 scenarios)."""
-    return cued_range(CUED_HELDOUT_SEEDS)
 
 
 def posterior(scenario: Scenario, field: str) -> list[float]:

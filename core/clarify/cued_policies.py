@@ -15,7 +15,7 @@ from typing import Callable
 from core.clarify.cued import map_value, noun, posterior
 from core.clarify.environment import ClarifyEnv
 from core.clarify.families import FIELDS
-from core.clarify.policies import act, read_value, revealing_question
+from core.clarify.asking import act, read_value, revealing_question
 from core.clarify.rubrics import QUESTION_COST, ask_gain, field_weight
 from core.records import BeliefStep
 

@@ -16,7 +16,7 @@ from core.clarify.families import FIELDS
 from core.clarify.rubrics import field_weight
 from core.records import Episode
 from core.runs import replays, transcripts
-from demo.replays.plots import label
+from demo.plots import label
 
 SERIES_COLORS = {"true posterior": "#9D9D9D", "model, from the request": "#2F4B7C", "model, after the answer": "#1B9E9E"}
 NO_BELIEFS = "No belief bars: this episode's agent logged no beliefs (only `decision:MODEL` agents on cued scenarios do)."

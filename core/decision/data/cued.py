@@ -1,14 +1,15 @@
 """Cued clarify requests as decision rows: the calibrated agent's own questions, with known posteriors.
 
-One context per v3 scenario drawn from the TRAINING seeds (``core.clarify.cued``): the state is the
+One context per v3 scenario drawn from the TRAINING seeds (``core.clarify.scenarios.generate_cued``): the state is the
 request text, one choice question per required field (``field_question``: options = the field's
 values, in vocabulary order, no NOTA, as the agent asks them), the label is the hidden value (drawn
 by the generator from the known posterior) and the posterior is kept for evaluation. Each training
 partition takes its own block of seeds (``CUED_SEED_BLOCKS``), so no scenario lands in two.
 """
 
-from core.clarify.cued import CUED_TRAIN_SEEDS, field_question, generate_cued
+from core.clarify.cued import field_question
 from core.clarify.families import DIFFICULTIES, FIELDS
+from core.clarify.scenarios import CUED_TRAIN_SEEDS, generate_cued
 from core.decision.data.rows import DecisionRow
 from core.records import Scenario
 

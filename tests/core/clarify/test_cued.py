@@ -5,12 +5,11 @@ from collections import Counter
 
 import pytest
 
-from core.clarify.cued import (
-    CUED_HELDOUT_SEEDS, CUED_TRAIN_SEEDS, INFORMATIVE_REQUESTS, KINDS, WEAK_P, draw_cue, field_question,
-    generate_cued, load_cued, map_value, noun, posterior,
-)
+from core.clarify.cued import INFORMATIVE_REQUESTS, KINDS, WEAK_P, draw_cue, field_question, map_value, noun, posterior
 from core.clarify.families import FAMILIES, FIELDS
-from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.clarify.scenarios import (
+    CUED_HELDOUT_SEEDS, CUED_TRAIN_SEEDS, generate_cued, generate_scenario, load_cued, load_scenarios,
+)
 from core.records import Scenario
 
 HELDOUT = load_cued()

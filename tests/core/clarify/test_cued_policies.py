@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from core.clarify.calibrated_agent import CalibratedAgent, make_cued_policy, model_beliefs
-from core.clarify.cued import field_question, load_cued, posterior
+from core.clarify.calibrated_agent import CalibratedAgent, make_calibrated_agent, model_beliefs
+from core.clarify.cued import field_question, posterior
+from core.clarify.scenarios import load_cued
 from core.clarify.cued_policies import gains, true_beliefs
 from core.clarify.environment import ClarifyEnv
 from core.clarify.policies import make_policy
@@ -114,9 +115,9 @@ def test_gains_are_zero_for_answered_fields():
 
 
 @pytest.mark.parametrize("name, message", [
-    ("decision:", "expected bayes, ask-all or decision:MODEL"),
-    ("decision:/no/such/folder", "decision"),
+    ("decision:", "expected decision:MODEL"),
+    ("decision:/no/such/folder", "not a decision model folder, cached hub id or System One URL"),
 ])
 def test_bad_decision_policies_are_refused_with_a_reason(name, message):
     with pytest.raises(ValueError, match=message):
-        make_cued_policy(name)
+        make_calibrated_agent(name)

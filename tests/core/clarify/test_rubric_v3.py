@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.clarify.cued import load_cued
+from core.clarify.scenarios import load_cued
 from core.clarify.rubrics import QUESTION_COST, ask_gain, field_weight, score
 
 CUED = load_cued()[0]  # event_planning, easy: four required fields, all critical

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from core.clarify.calibrated_agent import CalibratedAgent
-from core.clarify.cued import load_cued, posterior
+from core.clarify.cued import posterior
+from core.clarify.scenarios import load_cued
 from core.decision.questions import make_answer
 from core.runs.episode_log import read_episodes
 from core.runs.eval import run_eval, write_run

@@ -2,10 +2,10 @@
 
 import pytest
 
-from core.clarify.cued import CUED_HELDOUT_SEEDS, field_question, generate_cued
+from core.clarify.cued import field_question
+from core.clarify.scenarios import CUED_HELDOUT_SEEDS, generate_cued, generate_scenario
 from core.decision.data import DataSpec, build_partition
 from core.decision.data.cued import CUED_SEED_BLOCKS, cued_contexts, interleave, scenario_rows
-from core.clarify.scenarios import generate_scenario
 
 SPEC = DataSpec(contexts={"format": 40, "warmup": 10, "rl": 20, "val": 10, "test": 10},
                 cued={"format": 12, "warmup": 3, "rl": 6})
