@@ -19,6 +19,12 @@ Termination = Literal["plan", "over_budget", "max_steps", "unparseable", "runnin
 the step limit was reached; the agent's turn held no parseable tool call; or not ended yet."""
 
 EPISODE_VERSION = 1
+RubricName = Literal["v1", "v2", "v3"]
+"""Rubric versions: v1 published, v2 corrected, v3 = v2 plus a per-question cost (cued scenarios)."""
+CueKind = Literal["none", "clear", "two", "weak"]
+"""How a v3 request speaks about a field: not at all, one clear cue, two competing cues, one weak cue."""
+CUES_VERSION = 1
+BELIEFS_VERSION = 1
 
 def _unit(value: float) -> float:
     if not math.isfinite(value) or not 0.0 <= value <= 1.0 + 1e-9:  # 1e-9: a weighted sum's rounding
@@ -63,6 +69,29 @@ def trusted(cls: type[BaseModel], **values: Any) -> Any:
     return obj
 
 
+class FieldCue(_Record):
+    """What a v3 request says about one required field, and the generator's posterior given it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: CueKind
+    hinted: list[Value] = Field(default_factory=list)
+    """The values the request names (none: [], clear and weak: one, two: two), in text order."""
+    posterior: list[float]
+    """P(value | request) under the generator, in the field's vocabulary order; sums to 1."""
+
+
+class Cues(_Record):
+    """A v3 scenario's cues: the KNOWN posterior of every required field (versioned on its own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = CUES_VERSION
+    """Schema version of this block; v1/v2 scenarios carry no block at all."""
+    fields: dict[str, FieldCue]
+    """Required field -> its cue and posterior."""
+
+
 class Scenario(_Record):
     """One clarify task: a vague request and the hidden profile behind it."""
 
@@ -89,6 +118,9 @@ class Scenario(_Record):
     """Sorted profile keys."""
     max_steps: Count
     max_questions: Count = 6
+    cues: Cues | None = Field(default=None, exclude_if=lambda v: v is None)
+    """v3 (clarifylab-cued-v3) only: the request's cues and their known posteriors; None (and not
+    written) for every other scenario, so v1/v2 logs keep their bytes."""
 
     @property
     def id(self) -> str:
@@ -108,7 +140,7 @@ class ToolCall(_Record):
 class RewardBreakdown(_Record):
     """A rubric's verdict on one episode: the total and every component, always fresh."""
 
-    rubric: Literal["v1", "v2"]
+    rubric: RubricName
     total: Unit
     """Final score in [0, 1]; 0 when the gate fails."""
     gate_passed: bool
@@ -167,6 +199,31 @@ class Recorded(_Record):
     """The source's model label."""
 
 
+class BeliefStep(_Record):
+    """A decision-driven agent's beliefs after ``turn`` (-1: before any question)."""
+
+    turn: int
+    """Index of the turn just answered; -1 for the beliefs read from the request alone."""
+    asked: str | None = None
+    """The field the agent asked about at this turn (None at the start)."""
+    fields: dict[str, list[float]]
+    """Field -> the agent's distribution over its vocabulary (one-hot once answered)."""
+    gains: dict[str, float] = Field(default_factory=dict)
+    """Field -> expected gain of asking it now, weight * (1 - max p); 0 once answered."""
+
+
+class Beliefs(_Record):
+    """Per-step beliefs beside the generator's posterior, so the viewer never runs a model."""
+
+    version: int = BELIEFS_VERSION
+    """Schema version of this block."""
+    model: str
+    """The decision model that formed the beliefs (e.g. ``checkpoints/decision-rlcd``)."""
+    cost: float
+    """The rubric's cost per question the agent weighed gains against."""
+    steps: list[BeliefStep]
+
+
 class Episode(_Record):
     """One complete (or ended) clarify episode, as logged one JSON object per line."""
 
@@ -178,7 +235,7 @@ class Episode(_Record):
     sample: Count = 0
     """Sample index when a scenario is played K times."""
     generation: Generation = Field(default_factory=Generation)
-    rubric: Literal["v1", "v2"]
+    rubric: RubricName
     turns: list[Turn] = Field(default_factory=list)
     plan: dict[str, Any] | None = None
     """The final parsed plan, or None when no plan parsed."""
@@ -193,6 +250,8 @@ class Episode(_Record):
     fields_revealed: list[str] = Field(default_factory=list)
     recorded: Recorded | None = None
     """Scores from an imported source log, when there is one."""
+    beliefs: Beliefs | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Decision-driven agents only: the model's belief per field at every step (not written when None)."""
 
     @property
     def id(self) -> str:

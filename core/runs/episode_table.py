@@ -12,6 +12,7 @@ from typing import Literal, Sequence
 import pandas as pd
 
 from core.clarify.families import RUBRIC_WEIGHTS
+from core.clarify.rubrics import V3_WEIGHTS
 from core.stats import Interval, bootstrap_mean
 
 TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
@@ -23,6 +24,15 @@ TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions"
 COMPONENT_WEIGHTS = {f"{name}Rubric": w for name, w in RUBRIC_WEIGHTS.items()}
 """Published component name -> weight (v1 and v2 share the weights)."""
 COMPONENTS = ("FormatCheckRubric", *COMPONENT_WEIGHTS)
+V3_COMPONENT_WEIGHTS = dict(V3_WEIGHTS)
+"""Rubric v3's components: FieldMatch less the question cost."""
+
+
+def rubric_components(frame: pd.DataFrame) -> tuple[tuple[str, ...], dict[str, float]]:
+    """The components and weights to chart for a table: v3's when every row is v3, else v1/v2's."""
+    if len(frame) and "rubric" in frame.columns and set(frame["rubric"].dropna()) == {"v3"}:
+        return ("FormatCheckRubric", *V3_COMPONENT_WEIGHTS), V3_COMPONENT_WEIGHTS
+    return COMPONENTS, COMPONENT_WEIGHTS
 
 
 @dataclass(frozen=True)

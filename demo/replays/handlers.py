@@ -200,10 +200,10 @@ def overview(root, uploads, runs, *filter_values):
         rows = replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
     except replays.VIEW_ERRORS:
         rows = table.episode_table([])
+    components, weights = table.rubric_components(rows)  # v3 runs chart v3's own components
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
             plots.questions_histogram(rows),
-            plots.component_bars(table.component_means(rows, table.COMPONENTS),
-                                 table.COMPONENT_WEIGHTS))
+            plots.component_bars(table.component_means(rows, components), weights))
 
 
 def compare(root, uploads, run_a, run_b):

@@ -17,6 +17,7 @@ from core.runs.episode_table import TABLE_COLUMNS
 from core.runs.transcripts import MARK_COLUMNS
 from demo.plots import family_legend
 from demo.replays import handlers as h
+from demo.replays.beliefs import show_beliefs
 
 TERMINATIONS = list(Termination.__args__)
 EPISODE_COLUMNS = [c for c in TABLE_COLUMNS if c != "recorded"]
@@ -80,8 +81,9 @@ def _episodes_tab() -> SimpleNamespace:
                          label="Episodes (click a row to open it; click a header to sort)")
     picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
     view = _episode_view()
+    beliefs = [gr.Markdown(elem_id="belief-note"), gr.Plot(show_label=False, visible=False, elem_id="belief-bars")]
     return SimpleNamespace(filters=filters, count=count, csv_btn=csv_btn, jsonl_btn=jsonl_btn,
-                           export=export, table=table, picker=picker, view=list(view))
+                           export=export, table=table, picker=picker, view=list(view), beliefs=beliefs)
 
 
 def _compare_tab() -> SimpleNamespace:
@@ -153,6 +155,7 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
     gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
     ep.table.select(h.pick_row, [ep.table], [ep.picker], api_name=False)
     ep.picker.change(h.show_episode, state + [ep.picker], ep.view, api_name="show_episode")
+    ep.picker.change(show_beliefs, state + [ep.picker], ep.beliefs, api_name="show_beliefs")
     top.upload.upload(h.upload_log, [root, top.upload, top.keep_valid, uploads, top.runs],
                       [uploads, top.upload_note, top.runs, cmp.run_a, cmp.run_b, top.upload],
                       api_name="upload_log")
