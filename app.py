@@ -37,13 +37,14 @@ def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path
     """The whole app: one tab per capability. Adding a tab is two lines in the Tabs block."""
     with gr.Blocks(title="ClarifyLab", analytics_enabled=False) as blocks:
         gr.Markdown(INTRO)
-        with gr.Tabs():
-            with gr.Tab("Replays", id="replays"):
-                replays.build(blocks, replays_dir)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Replays", id="replays") as replays_tab:
+                shown = replays.build(blocks, replays_dir)
             with gr.Tab("Live play", id="live"):
-                live.build(blocks, replays_dir, models_dir)
+                played = live.build(blocks, replays_dir, models_dir)
             with gr.Tab("Decisions", id="decisions"):
                 decisions.build(blocks, decision_models or models_dir or "")
+        replays.follow_live(replays_tab, tabs, shown, played)  # a page's Live runs show in its Replays only
     return blocks
 
 

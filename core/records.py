@@ -5,9 +5,10 @@ models with ``extra="forbid"``, so a malformed log or a typo in a field name fai
 edge instead of flowing on as a dict. The episode record is versioned (``EPISODE_VERSION``).
 """
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 Difficulty = Literal["easy", "medium", "hard"]
 Value = str | int | float
@@ -18,6 +19,25 @@ Termination = Literal["plan", "over_budget", "max_steps", "unparseable", "runnin
 the step limit was reached; the agent's turn held no parseable tool call; or not ended yet."""
 
 EPISODE_VERSION = 1
+RubricName = Literal["v1", "v2", "v3"]
+"""Rubric versions: v1 published, v2 corrected, v3 = v2 plus a per-question cost (cued scenarios)."""
+CueKind = Literal["none", "clear", "two", "weak"]
+"""How a v3 request speaks about a field: not at all, one clear cue, two competing cues, one weak cue."""
+CUES_VERSION = 1
+BELIEFS_VERSION = 1
+
+def _unit(value: float) -> float:
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0 + 1e-9:  # 1e-9: a weighted sum's rounding
+        raise ValueError(f"must be a finite number in [0, 1], got {value}")
+    return value
+
+
+Unit = Annotated[float, AfterValidator(_unit)]
+"""A score or rubric component: a finite number in [0, 1]."""
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A reward or weight: any finite number (step rewards may be negative)."""
+Count = Annotated[int, Field(ge=0)]
+"""A count or index: 0 or more."""
 
 
 class _Record(BaseModel):
@@ -49,6 +69,29 @@ def trusted(cls: type[BaseModel], **values: Any) -> Any:
     return obj
 
 
+class FieldCue(_Record):
+    """What a v3 request says about one required field, and the generator's posterior given it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: CueKind
+    hinted: list[Value] = Field(default_factory=list)
+    """The values the request names (none: [], clear and weak: one, two: two), in text order."""
+    posterior: list[float]
+    """P(value | request) under the generator, in the field's vocabulary order; sums to 1."""
+
+
+class Cues(_Record):
+    """A v3 scenario's cues: the KNOWN posterior of every required field (versioned on its own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = CUES_VERSION
+    """Schema version of this block; v1/v2 scenarios carry no block at all."""
+    fields: dict[str, FieldCue]
+    """Required field -> its cue and posterior."""
+
+
 class Scenario(_Record):
     """One clarify task: a vague request and the hidden profile behind it."""
 
@@ -73,8 +116,11 @@ class Scenario(_Record):
     """Keys a plan must hold to pass the format gate (the family's list)."""
     field_keys: list[str]
     """Sorted profile keys."""
-    max_steps: int
-    max_questions: int = 6
+    max_steps: Count
+    max_questions: Count = 6
+    cues: Cues | None = Field(default=None, exclude_if=lambda v: v is None)
+    """v3 (clarifylab-cued-v3) only: the request's cues and their known posteriors; None (and not
+    written) for every other scenario, so v1/v2 logs keep their bytes."""
 
     @property
     def id(self) -> str:
@@ -94,20 +140,20 @@ class ToolCall(_Record):
 class RewardBreakdown(_Record):
     """A rubric's verdict on one episode: the total and every component, always fresh."""
 
-    rubric: Literal["v1", "v2"]
-    total: float
+    rubric: RubricName
+    total: Unit
     """Final score in [0, 1]; 0 when the gate fails."""
     gate_passed: bool
-    components: dict[str, float]
+    components: dict[str, Unit]
     """Component name (as published, e.g. ``FieldMatchRubric``) -> value in [0, 1]."""
-    weights: dict[str, float]
+    weights: dict[str, Finite]
     """Component name -> weight in the weighted sum (the gate has none)."""
 
 
 class Turn(_Record):
     """One agent step and the environment's answer to it."""
 
-    index: int
+    index: Count
     """0-based step number within the episode."""
     raw: str
     """The agent's raw text for this step (scripted policies write the call they made)."""
@@ -117,8 +163,18 @@ class Turn(_Record):
     """Why ``raw`` could not be parsed, when ``call`` is None."""
     result: dict[str, Any] = Field(default_factory=dict)
     """The tool's result fields, or ``{"error": ...}``."""
-    reward: float = 0.0
+    reward: Finite = 0.0
     """Per-step reward (ask_question table, 0 for get_task_info, the score for propose_plan)."""
+
+    @field_validator("result")
+    @classmethod
+    def _scored_result(cls, result: dict[str, Any]) -> dict[str, Any]:
+        """A result's ``score`` (a plan's verdict) is shown as a number, so it must be one."""
+        score = result.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                                  or not math.isfinite(score)):
+            raise ValueError(f"its score must be a finite number, got {score!r:.40}")
+        return result
 
 
 class Generation(_Record):
@@ -137,10 +193,35 @@ class Recorded(_Record):
 
     source: str
     """Where the episode came from (e.g. ``published-trace``)."""
-    score: float
-    breakdown: dict[str, float] = Field(default_factory=dict)
+    score: Unit
+    breakdown: dict[str, Unit] = Field(default_factory=dict)
     label: str | None = None
     """The source's model label."""
+
+
+class BeliefStep(_Record):
+    """A decision-driven agent's beliefs after ``turn`` (-1: before any question)."""
+
+    turn: int
+    """Index of the turn just answered; -1 for the beliefs read from the request alone."""
+    asked: str | None = None
+    """The field the agent asked about at this turn (None at the start)."""
+    fields: dict[str, list[float]]
+    """Field -> the agent's distribution over its vocabulary (one-hot once answered)."""
+    gains: dict[str, float] = Field(default_factory=dict)
+    """Field -> expected gain of asking it now, weight * (1 - max p); 0 once answered."""
+
+
+class Beliefs(_Record):
+    """Per-step beliefs beside the generator's posterior, so the viewer never runs a model."""
+
+    version: int = BELIEFS_VERSION
+    """Schema version of this block."""
+    model: str
+    """The decision model that formed the beliefs (e.g. ``checkpoints/decision-rlcd``)."""
+    cost: float
+    """The rubric's cost per question the agent weighed gains against."""
+    steps: list[BeliefStep]
 
 
 class Episode(_Record):
@@ -151,23 +232,26 @@ class Episode(_Record):
     scenario: Scenario
     policy: str
     """Policy or model identity (``oracle``, ``model:checkpoints/clarify-grpo``, ...)."""
-    sample: int = 0
+    sample: Count = 0
     """Sample index when a scenario is played K times."""
     generation: Generation = Field(default_factory=Generation)
-    rubric: Literal["v1", "v2"]
+    rubric: RubricName
     turns: list[Turn] = Field(default_factory=list)
     plan: dict[str, Any] | None = None
     """The final parsed plan, or None when no plan parsed."""
     plan_raw: str | None = None
     """The plan argument exactly as the agent gave it."""
-    score: float = 0.0
+    score: Unit = 0.0
+    """In [0, 1]."""
     breakdown: RewardBreakdown | None = None
     """Set on every ended episode (gate failures included); None only while running."""
     termination: Termination = "running"
-    questions_asked: int = 0
+    questions_asked: Count = 0
     fields_revealed: list[str] = Field(default_factory=list)
     recorded: Recorded | None = None
     """Scores from an imported source log, when there is one."""
+    beliefs: Beliefs | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Decision-driven agents only: the model's belief per field at every step (not written when None)."""
 
     @property
     def id(self) -> str:

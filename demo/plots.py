@@ -3,10 +3,12 @@ draws them all; Live play draws an ended episode's score with ``breakdown_bars``
 not inside either tab's package).
 
 Colours are fixed per task family and per rubric component across every chart, so a reader
-learns them once; several runs in one chart differ by bar pattern, never by family colour.
+learns them once; several runs in one chart differ by bar pattern, never by family colour. Every
+text from data (run, family, scenario and component names, sources, reasons) goes through
+``core.runs.transcripts.plot_text`` (here ``label``), in titles, ticks, legends, hover text and
+annotations alike; hovertemplates take data only through ``meta``/``customdata``, never spliced in.
 """
 
-from html import escape
 from typing import Sequence
 
 import pandas as pd
@@ -14,6 +16,7 @@ import plotly.graph_objects as go
 
 from core.clarify.families import FAMILIES
 from core.records import Recorded, RewardBreakdown
+from core.runs.transcripts import plot_text as label
 
 FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
 """Family -> colour, in the families table's order (Tableau-like, colour-blind tolerant)."""
@@ -32,11 +35,6 @@ tick labels and title, so neither a rotated label nor the axis title runs into i
 def short_component(name: str) -> str:
     """``FieldMatchRubric`` -> ``FieldMatch`` (the published suffix adds nothing on a chart)."""
     return name.removesuffix("Rubric")
-
-
-def label(text) -> str:
-    """Untrusted text for a plotly title or label: plotly reads tags (links, <b>) in text, entities it shows."""
-    return escape(str(text), quote=False)
 
 
 def family_color(family: str) -> str:
@@ -93,14 +91,17 @@ def _histogram(frame: pd.DataFrame, column: str, title: str, xtitle: str, bins: 
         return _empty(title, "no episodes selected")
     runs = list(frame["run"].astype(str).unique())
     fig = go.Figure(layout=dict(title=title, barmode="stack", **_LAYOUT))
+    listed: set[str] = set()  # each family gets one legend entry, from the first run that has it
     for i, run in enumerate(runs):
         rows = frame[frame["run"] == run]
         for family, fam_rows in rows.groupby("family", observed=True):
             fig.add_histogram(x=fam_rows[column], name=label(family), legendgroup=label(family), xbins=bins,
                               marker=dict(color=family_color(family),
                                           pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
-                              showlegend=i == 0, offsetgroup=str(i),
-                              hovertemplate=f"{label(run)}<br>{label(family)}<br>%{{x}}: %{{y}} episodes<extra></extra>")
+                              showlegend=family not in listed, offsetgroup=str(i),
+                              meta=[label(run), label(family)],
+                              hovertemplate="%{meta[0]}<br>%{meta[1]}<br>%{x}: %{y} episodes<extra></extra>")
+            listed.add(family)
     _run_legend(fig, runs)
     fig.update_xaxes(title=xtitle, range=xrange)
     fig.update_yaxes(title="episodes")
@@ -136,12 +137,12 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
     groups = list(means.groupby("run", observed=True, sort=False))
     for i, (run, rows) in enumerate(groups):
         names = [short_component(c) for c in rows["component"]]
-        labels = [f"{n} ×{weights[c]:.2f}" if c in weights else f"{n} (gate)"
+        labels = [f"{label(n)} ×{weights[c]:.2f}" if c in weights else f"{label(n)} (gate)"
                   for n, c in zip(names, rows["component"])]
-        fig.add_bar(x=labels, y=rows["mean"], name=str(run), showlegend=False,
+        fig.add_bar(x=labels, y=rows["mean"], name=label(run), showlegend=False, meta=label(run),
                     marker=dict(color=[COMPONENT_COLORS.get(n, "#7F7F7F") for n in names],
                                 pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
-                    hovertemplate="%{x}<br>mean %{y:.3f}<extra>" + str(run) + "</extra>")
+                    hovertemplate="%{x}<br>mean %{y:.3f}<extra>%{meta}</extra>")
     _run_legend(fig, [run for run, _ in groups])
     fig.update_yaxes(range=[0, 1.05], title="mean value")
     return fig
@@ -160,7 +161,7 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
     gate = "passed" if breakdown.gate_passed else "FAILED: score is 0"
     title = f"Score {breakdown.total:.3f} (rubric {breakdown.rubric}) · format gate {gate}"
     names = list(breakdown.weights) or list(breakdown.components)
-    labels = [f"{short_component(n)}<br>×{breakdown.weights.get(n, 0):.2f}" for n in names]
+    labels = [f"{label(short_component(n))}<br>×{breakdown.weights.get(n, 0):.2f}" for n in names]
     values = [breakdown.components.get(n, 0.0) for n in names]
     shares = [v * breakdown.weights.get(n, 0.0) * breakdown.gate_passed for n, v in zip(names, values)]
     colors = [COMPONENT_COLORS.get(short_component(n), "#7F7F7F") for n in names]
@@ -188,7 +189,7 @@ def _why_zero(fig: go.Figure, reasons: dict[str, str]) -> None:
     """A line under the chart per component at 0 (and for a failed gate) saying why."""
     if not reasons:
         return
-    lines = [f"<b>{short_component(k) if k != 'score' else 'score'} = 0</b>: {label(v)}" for k, v in reasons.items()]
+    lines = [f"<b>{label(short_component(k)) if k != 'score' else 'score'} = 0</b>: {label(v)}" for k, v in reasons.items()]
     fig.add_annotation(text="<br>".join(lines), showarrow=False, x=0, xref="paper", xanchor="left",
                        y=-0.22, yref="paper", yanchor="top", align="left", font=dict(size=12, color="#444"))
     fig.update_layout(height=360 + 18 * len(lines) + 20,

@@ -23,6 +23,8 @@ class DataConfig:
     seed: int = field(default=0, metadata={"help": "generator seed"})
     contexts: dict = field(default_factory=lambda: dict(DataSpec().contexts),
                            metadata={"help": "contexts per partition (three rows each)"})
+    cued: dict = field(default_factory=lambda: dict(DataSpec().cued),
+                       metadata={"help": "cued clarify-request contexts per training partition"})
     probe_per_kind: int = field(default=500, metadata={"help": "probe tickets with one cue, and with two"})
 
     def __post_init__(self):
@@ -32,7 +34,7 @@ class DataConfig:
 
 def main(config: DataConfig) -> Manifest:
     """Build every partition and the probe, write them and the manifest; return the manifest."""
-    spec = DataSpec(contexts=dict(config.contexts))
+    spec = DataSpec(contexts=dict(config.contexts), cued=dict(config.cued))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -40,6 +42,7 @@ def main(config: DataConfig) -> Manifest:
         files[f"{name}.jsonl"] = write_rows(out / f"{name}.jsonl", build_partition(name, n, config.seed, spec))
     files["probe.jsonl"] = write_rows(out / "probe.jsonl", probe_rows(config.seed, config.probe_per_kind))
     manifest = Manifest(seed=config.seed, contexts=spec.contexts, source_weights=list(spec.source_weights),
+                        cued=dict(spec.cued),
                         probe_per_kind=config.probe_per_kind, files=files)
     write_manifest(out, manifest)
     return manifest
@@ -52,10 +55,12 @@ def parse_args(argv=None) -> DataConfig:
     for name in PARTITIONS:
         parser.add_argument(f"--{name}", type=int, default=DataSpec().contexts[name],
                             help=f"contexts in the {name} partition")
+    for name, n in DataSpec().cued.items():
+        parser.add_argument(f"--cued-{name}", type=int, default=n, help=f"cued clarify-request contexts in {name}")
     parser.add_argument("--probe-per-kind", type=int, default=500)
     args = parser.parse_args(argv)
     return DataConfig(out=args.out, seed=args.seed, contexts={n: getattr(args, n) for n in PARTITIONS},
-                      probe_per_kind=args.probe_per_kind)
+                      cued={n: getattr(args, f"cued_{n}") for n in DataSpec().cued}, probe_per_kind=args.probe_per_kind)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,20 @@ PREAMBLE = [
     "python -m train.decision_data --out {data} --seed {seed}",
     "python -m train.decision_tokenizer --data {data} --out {runs}/base --seed {seed}",
 ]
+CUED_COMMANDS = {
+    "warmup": "python -m train.decision_supervised --arm continuation --partition warmup --init checkpoints/decision-warmup "
+              "--out {runs}/warmup --data {data} --steps {steps} --seed {seed}",
+    "rlcd": "python -m train.decision_rl --reward rlcd --init {runs}/warmup/model --out {runs}/rlcd --data {data} --steps {steps} --seed {seed}",
+    "rlvr": "python -m train.decision_rl --reward rlvr --init {runs}/warmup/model --out {runs}/rlvr --data {data} --steps {steps} --seed {seed}",
+}
+"""``--recipe cued`` (train/decision_cued_pipeline.sh): the shipped arms taught the cued clarify requests."""
+ORIGINS = {
+    "scratch": "Trained from random initialisation on our synthetic decision data (triage tickets\nwith a known "
+               "posterior, order records, access-policy decisions)",
+    "cued": "Continued from the earlier shipped decision-warmup (trained from random initialisation on\ntriage tickets, "
+            "order records and access-policy decisions) on the same data plus cued clarify requests\n"
+            "(`core/decision/data/cued.py`), by train/decision_cued_pipeline.sh; same tokenizer and shapes",
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,12 @@ class ShipConfig:
     arms: str = field(default="warmup,rlcd,rlvr,oracle", metadata={"help": "comma list of arms"})
     seed: int = field(default=0, metadata={"help": "seed used by every command"})
     note: str = field(default="", metadata={"help": "extra sentence for every card (e.g. machine load)"})
+    recipe: str = field(default="scratch", metadata={"help": "scratch (train/decision_pipeline.sh) or cued "
+                                                             "(train/decision_cued_pipeline.sh)"})
+
+    def __post_init__(self):
+        if self.recipe not in ORIGINS:
+            raise ValueError(f"recipe must be one of {sorted(ORIGINS)}, got {self.recipe!r}")
 
 
 def run_times(run_dir: Path) -> dict:
@@ -47,8 +67,9 @@ def run_times(run_dir: Path) -> dict:
     logs = [json.loads(x) for x in (run_dir / LOG).read_text().splitlines() if x.strip()]
     starts = (run_dir / META).read_text().splitlines()
     walls = [r["wall_s"] for r in logs if "wall_s" in r]
-    return {"wall_s": round(max(walls), 1) if walls else None, "starts": len(starts),
-            "config": json.loads(starts[0])["config"], "stopped": any("stopped" in r for r in logs)}
+    config = json.loads(starts[0])["config"]
+    return {"wall_s": round(max(walls), 1) if walls else None, "starts": len(starts), "steps": config.get("steps"),
+            "config": config, "stopped": any("stopped" in r for r in logs)}
 
 
 def speed(directory: Path, state: str, rows: list) -> dict:
@@ -70,12 +91,21 @@ def speed(directory: Path, state: str, rows: list) -> dict:
     return {"load_s": round(load_s, 3), "request_ms": round(statistics.median(runs), 1)}
 
 
+def _commands(arm: str, config: ShipConfig, times: dict) -> str:
+    """The exact commands that made ``arm``, from its recipe (a cued run's steps from its own config)."""
+    fmt = dict(runs=config.runs, data=config.data, seed=config.seed)
+    if config.recipe == "scratch":
+        chain = [COMMANDS["warmup"]] + ([COMMANDS[arm]] if arm != "warmup" else [])
+        return "\n".join([c.format(**fmt) for c in PREAMBLE + chain])
+    chain = ["warmup"] + ([arm] if arm != "warmup" else [])
+    steps = {a: times.get(a, {}).get("steps") for a in chain}
+    return "\n".join([PREAMBLE[0].format(**fmt)] + [CUED_COMMANDS[a].format(**fmt, steps=steps[a] or "?") for a in chain])
+
+
 def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
     """The model card text."""
     manifest = read_manifest(Path(config.data))
-    fmt = dict(runs=config.runs, data=config.data, seed=config.seed)
-    chain = [COMMANDS["warmup"]] + ([COMMANDS[arm]] if arm != "warmup" else [])
-    commands = "\n".join([c.format(**fmt) for c in PREAMBLE + chain])
+    commands = _commands(arm, config, times)
     files = "\n".join(f"| {n} | {e.rows} | {e.contexts} | `{e.sha256[:16]}` |" for n, e in manifest.files.items())
     res = "\n".join(f"| {k} | {results[k]:.4f} |" for k in
                     ("accuracy", "ece", "brier", "mean_confidence", "probe_two_cue_max_p",
@@ -93,8 +123,7 @@ A tiny Qwen3-architecture letter-readout decision model (ClarifyLab) in the publ
 `rlcd-decision-only-v1` layout (`model.safetensors`, `decision_head.safetensors`, `decision.json`,
 `config.json`, tokenizer; eve-rlcd's loader reads it), loaded with `core.decision.export.load_decider`
 (hash-verified, config and tokenizer included).
-Arm: **{arm}**. Trained from random initialisation on our synthetic decision data (triage tickets
-with a known posterior, order records, access-policy decisions); see the project's
+Arm: **{arm}**. {ORIGINS[config.recipe]}; see the project's
 docs/decision_models.md for the recipe and how it departs from the published one.
 
 ## Data (`python -m train.decision_data`, seed {manifest.seed})
@@ -109,7 +138,7 @@ docs/decision_models.md for the recipe and how it departs from the published one
 {commands}
 ```
 
-## Wall time (`nice -n 10`, one torch thread, from `train/decision_pipeline.sh`)
+## Wall time (`nice -n 10`, one torch thread, from `train/decision_{"cued_" if config.recipe == "cued" else ""}pipeline.sh`)
 
 {stages}
 
@@ -148,7 +177,9 @@ def main(config: ShipConfig) -> list[Path]:
         shutil.copytree(src, dest)
         load_decider(dest)
         times = ({"format": run_times(run_dir / "format"), "warmup": run_times(run_dir / "warmup")}
-                 if arm == "warmup" else {arm: run_times(run_dir)})
+                 if arm == "warmup" and config.recipe == "scratch" else {arm: run_times(run_dir)})
+        if config.recipe == "cued" and arm != "warmup":
+            times["warmup"] = run_times(Path(config.runs) / "warmup")
         test = read_partition(Path(config.data), "test")
         size_mb = sum(f.stat().st_size for f in dest.iterdir() if f.is_file()) / 2**20
         results = {**report["arms"][arm], "rows": report["test_rows"], "size_mb": round(size_mb, 2),

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from core.clarify.families import ASK_REWARDS, QUESTION_CHAR_CAP
-from core.records import EPISODE_VERSION, Episode, Generation, RewardBreakdown, Scenario, ToolCall, Turn, trusted
+from core.records import EPISODE_VERSION, Beliefs, Episode, Generation, RewardBreakdown, Scenario, ToolCall, Turn, trusted
 from core.clarify.rubrics import VERSIONS, RubricVersion, score
 from core.clarify.user_sim import respond
 
@@ -69,6 +69,8 @@ class ClarifyEnv:
         self.plan_raw: str | None = None
         self.termination = "running"
         self.breakdown: RewardBreakdown | None = None
+        self.beliefs: Beliefs | None = None
+        """A decision-driven agent's per-step beliefs, logged with the episode (None for others)."""
         self._ask_rewards = ASK_REWARDS if rubric == "v1" else ASK_REWARDS_V2
 
     @property
@@ -178,4 +180,5 @@ class ClarifyEnv:
             rubric=self.rubric, turns=list(self.turns), plan=self.plan, plan_raw=self.plan_raw,
             score=self.score, breakdown=self.breakdown, termination=self.termination,
             questions_asked=self.questions_asked, fields_revealed=list(self.revealed), recorded=None,
+            beliefs=self.beliefs,
         )

@@ -3,41 +3,24 @@
 A policy drives one env until it is done: ``policy.play(env, rng)``. The scripted ones need no
 model and bound what a model can reach: ``oracle`` (knows the hidden profile, asks one revealing
 question per field), ``guess`` (asks nothing), ``ask-required`` (one plain question per required
-key), ``random``. ``model:PATH`` loads a chat model through ``core.clarify.chat_policy`` (imported lazily,
-so importing this module never pulls in torch); ``openai:BASE_URL#MODEL`` plays through an
+key), ``random``; for the cued scenarios ``bayes`` and ``ask-all`` (``core.clarify.cued_policies``) and
+``decision:MODEL`` (``core.clarify.calibrated_agent``, lazily). ``model:PATH`` loads a chat model through
+``core.clarify.chat_policy`` (imported lazily, so importing this module never pulls in torch);
+``openai:BASE_URL#MODEL`` plays through an
 OpenAI-compatible endpoint (``core.clarify.endpoint_policy``).
 """
 
 import random
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-from core.clarify.environment import ClarifyEnv, render_call
+from core.clarify.asking import act, read_value, revealing_question  # noqa: F401 (callers import them from here)
+from core.clarify.cued import map_value, posterior
+from core.clarify.cued_policies import CUED_POLICIES
+from core.clarify.environment import ClarifyEnv
 from core.clarify.families import FAMILIES, FIELDS
-from core.records import Generation, ToolCall, Turn, trusted
-from core.clarify.rubrics import normalise_value
-from core.clarify.user_sim import match_field, normalise_question
+from core.records import Generation
 
 UNKNOWN = "unknown"
-NATURAL_QUESTIONS = {
-    "stack": "Which tech stack should I use?", "scale": "How many users do you expect?",
-    "auth": "What authentication do you need?", "datastore": "Which database should it use?",
-    "deployment_target": "Where should I deploy it?", "language_version": "Which runtime version do you want?",
-    "test_coverage": "What test coverage do you want?", "primary_symptom": "What symptom are you having?",
-    "duration": "How long have you had it?", "severity": "How bad is it?", "age_band": "How old are you?",
-    "prior_conditions": "Any medical history I should know about?", "medications": "Are you taking any medication?",
-    "order_id": "What is your order number?", "item_issue": "What happened with the item?",
-    "refund_or_replace": "Would you like a refund or a replacement?", "urgency": "How soon do you need it?",
-    "channel_preferred": "How should we contact you?", "participants": "Who will attend?",
-    "date": "What date works?", "time": "What time works best?", "duration_minutes": "How long should it be?",
-    "platform": "Which platform should we use?", "event_type": "What kind of event is it?",
-    "guest_count": "How many guests are coming?", "venue": "Where should it be held?",
-    "budget_band": "What is your budget?", "theme": "What theme or vibe do you want?",
-    "dietary_constraints": "Any dietary restrictions?",
-}
-"""The oracle's first choice per field; used only when the simulator maps it to that field."""
-QUESTION_TEMPLATES = ("Could you tell me about the {kw}?", "{kw}?")
-"""Fallback: a keyword wrapped in a template (longest keyword first)."""
 
 
 @runtime_checkable
@@ -48,26 +31,6 @@ class Policy(Protocol):
 
     def play(self, env: ClarifyEnv, rng: random.Random) -> None:
         """Step ``env`` until ``env.done``."""
-
-
-def act(env: ClarifyEnv, name: str, **arguments) -> Turn:
-    """Make one tool call; the raw text is the call's plain-text form."""
-    call = trusted(ToolCall, name=name, arguments=arguments)
-    return env.step(call, render_call(call))
-
-
-@lru_cache(maxsize=None)
-def revealing_question(field: str, profile_fields: tuple[str, ...], version: str) -> str | None:
-    """A question the simulator maps to ``field`` among ``profile_fields``, or None if none does."""
-    natural = NATURAL_QUESTIONS.get(field)
-    if natural and match_field(normalise_question(natural), profile_fields, version) == field:
-        return natural
-    for kw in sorted(FIELDS[field].keywords, key=len, reverse=True):
-        for template in QUESTION_TEMPLATES:
-            question = template.format(kw=kw)
-            if match_field(normalise_question(question), profile_fields, version) == field:
-                return question
-    return None
 
 
 def _ask_order(env: ClarifyEnv) -> list[str]:
@@ -99,20 +62,15 @@ class Oracle:
 
 
 class Guess:
-    """Asks nothing: every required key filled with the first value of its vocabulary."""
+    """Asks nothing: every required key filled with its most probable value given the request's cues
+    (ties to the earlier value, so without cues: the first value of its vocabulary)."""
 
     name = "guess"
 
     def play(self, env: ClarifyEnv, rng: random.Random) -> None:
         act(env, "get_task_info")
-        act(env, "propose_plan", plan={k: FIELDS[k].values[0] for k in env.scenario.required_keys})
-
-
-def read_value(field: str, answer: str):
-    """The vocabulary value of ``field`` stated in an answer (longest one), or None."""
-    text = " " + normalise_value(answer).rstrip(".!?") + " "
-    found = [v for v in FIELDS[field].values if f" {normalise_value(v)} " in text]
-    return max(found, key=lambda v: len(str(v))) if found else None
+        s = env.scenario
+        act(env, "propose_plan", plan={k: map_value(k, posterior(s, k)) for k in s.required_keys})
 
 
 class AskRequired:
@@ -160,6 +118,8 @@ class RandomPolicy:
 
 
 SCRIPTED = {p.name: p for p in (Oracle(), Guess(), AskRequired(), RandomPolicy())}
+CUED_NAMES = tuple(CUED_POLICIES)
+"""Ask-or-act baselines for the cued scenarios (``core.clarify.cued_policies``); ``decision:MODEL`` too."""
 
 
 def make_policy(name: str, generation: Generation | None = None, **endpoint_options) -> Policy:
@@ -171,6 +131,12 @@ def make_policy(name: str, generation: Generation | None = None, **endpoint_opti
     """
     if name in SCRIPTED:
         return SCRIPTED[name]
+    if name in CUED_POLICIES:
+        return CUED_POLICIES[name]
+    if name.startswith("decision:"):
+        from core.clarify.calibrated_agent import make_calibrated_agent  # lazy: decision models need torch
+
+        return make_calibrated_agent(name)
     if name.startswith("openai:"):
         from core.clarify.endpoint_policy import make_endpoint_policy
 
@@ -182,5 +148,5 @@ def make_policy(name: str, generation: Generation | None = None, **endpoint_opti
         from core.clarify.chat_policy import load_chat_policy  # lazy: scripted policies need no torch
 
         return load_chat_policy(path, generation=generation)
-    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCRIPTED)}, model:PATH "
-                     "or openai:BASE_URL#MODEL")
+    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join([*SCRIPTED, *CUED_NAMES])}, model:PATH, "
+                     "openai:BASE_URL#MODEL or decision:MODEL")

@@ -4,17 +4,20 @@
 reads our episode); ``RemoteEnv`` gives a policy the attributes it reads from a ``ClarifyEnv``
 (scenario, rubric, step, done, steps, questions_asked, turns), so every policy plays a remote
 episode unchanged (a turn with no call, which the wire cannot carry, is finished locally);
-``play_remote`` is ``core.runs.eval.play_episode`` over the wire; ``SessionPool`` keeps one
-session per thread for the eval runner.
+``PublishedRemoteEnv`` does the same against the published ClarifyRL server; ``play_remote`` is
+``core.runs.eval.play_episode`` over the wire (either server); ``SessionPool`` keeps one session
+per thread for the eval runner.
 """
 
 import functools
 import random
 import threading
+import weakref
 from typing import Any
 
 from core.clarify.environment import ClarifyEnv
 from core.clarify.rubrics import RubricVersion
+from core.clarify.service import own_result
 from core.records import Episode, Generation, Scenario, ToolCall, Turn
 
 
@@ -102,6 +105,7 @@ class RemoteEnv:
         result = obs.result.get("data") if isinstance(obs.result, dict) else None
         if not isinstance(result, dict):
             raise RuntimeError(f"the service answered {call.name} without a result object: {obs.result!r:.200}")
+        result = own_result(call.name, result)
         if not self.done:
             self.steps += 1
         if "questions_remaining" in result and not result.get("over_cap"):
@@ -131,19 +135,74 @@ class RemoteEnv:
         return turn
 
     def episode(self, policy: str, sample: int = 0, generation: Generation | None = None) -> Episode:
-        """The service's record of this episode, under this client's policy name (or, after a turn
-        with no call, the local replay's record)."""
+        """The service's record of this episode, under this client's policy name, with each turn's
+        ``raw`` and ``parse_error`` as the policy wrote them (the wire carries only the call, so the
+        server records its rendered form); after a turn with no call, the local replay's record."""
         episode = served_episode(self.client) if self._local is None else self._local.episode("service")
-        update: dict[str, Any] = {"policy": policy, "sample": sample}
+        if len(episode.turns) != len(self.turns):
+            raise RuntimeError(f"the service recorded {len(episode.turns)} turns, this client {len(self.turns)}")
+        turns = [t.model_copy(update={"raw": mine.raw, "parse_error": mine.parse_error})
+                 for t, mine in zip(episode.turns, self.turns)]
+        update: dict[str, Any] = {"policy": policy, "sample": sample, "turns": turns}
         if generation is not None:
             update["generation"] = generation
         return episode.model_copy(update=update)
 
 
+class PublishedRemoteEnv:
+    """One episode on the published ClarifyRL server, which keeps no episode record and takes a plan
+    only as a string (``propose_plan(plan: str)``; an object is a validation error and the episode
+    never ends). A local v1 ``ClarifyEnv`` (the published behaviour) plays alongside: each call goes
+    to the server, a plan object as the JSON string ours scored, and the server's reward and end
+    must equal the local turn's; the policy sees the local turn, and the record is the local one."""
+
+    def __init__(self, client, scenario: Scenario, rubric: RubricVersion = "v1"):
+        if rubric != "v1":
+            raise ValueError(f"the published server scores as rubric v1, not {rubric}")
+        self.client, self._local = client, ClarifyEnv(scenario, "v1")
+        client.reset(task_id=scenario.difficulty, seed=scenario.seed)
+
+    def __getattr__(self, name: str):  # scenario, rubric, turns, steps, questions_asked, done
+        return getattr(self._local, name)
+
+    def step(self, call: ToolCall | None, raw: str = "", parse_error: str | None = None) -> Turn:
+        from openenv.core.env_server.mcp_types import CallToolAction
+
+        was_done = self._local.done
+        turn = self._local.step(call, raw, parse_error)
+        if call is None or was_done:  # nothing to send: the wire has no such turn, or it is over
+            return turn
+        arguments = dict(call.arguments)
+        if call.name == "propose_plan" and isinstance(arguments.get("plan"), dict):
+            arguments["plan"] = self._local.plan_raw
+        answer = self.client.step(CallToolAction(tool_name=call.name, arguments=arguments))
+        reward, done = answer.reward or 0.0, bool(answer.done)
+        if abs(reward - turn.reward) > 1e-9 or done != self._local.done:
+            raise RuntimeError(f"the published server answered {call.name} with reward {reward}, done {done}; "
+                               f"ours {turn.reward}, {self._local.done} (docs/environment.md lists the departures)")
+        return turn
+
+    def episode(self, policy: str, sample: int = 0, generation: Generation | None = None) -> Episode:
+        return self._local.episode(policy, sample, generation)
+
+
+_FAR_SIDE: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def is_published_server(client) -> bool:
+    """Whether ``client`` talks to the published server (its state has ``task_title``, no episode);
+    asked once per client."""
+    if client not in _FAR_SIDE:
+        _FAR_SIDE[client] = "task_title" in (client.state().model_extra or {})
+    return _FAR_SIDE[client]
+
+
 def play_remote(policy, scenario: Scenario, client, rng: random.Random, *, sample: int = 0,
                 rubric: RubricVersion = "v1") -> Episode:
-    """One complete scored episode of ``policy`` on ``scenario``, played through ``client``."""
-    env = RemoteEnv(client, scenario, rubric)
+    """One complete scored episode of ``policy`` on ``scenario``, played through ``client``
+    (our server, or the published one: ``PublishedRemoteEnv``)."""
+    env_class = PublishedRemoteEnv if is_published_server(client) else RemoteEnv
+    env = env_class(client, scenario, rubric)
     policy.play(env, rng)
     if not env.done:
         raise RuntimeError(f"policy {policy.name!r} returned before the served episode ended")

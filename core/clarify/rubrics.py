@@ -1,7 +1,9 @@
-"""Rubrics: the published scoring (v1) and its corrected form (v2), as pure functions.
+"""Rubrics: the published scoring (v1), its corrected form (v2) and v3 (v2 plus a question cost), as pure functions.
 
 score = 0 unless the FormatCheck gate passes (>= 0.5); otherwise
-0.50 FieldMatch + 0.20 InfoGain + 0.15 QuestionEfficiency + 0.15 HallucinationCheck.
+0.50 FieldMatch + 0.20 InfoGain + 0.15 QuestionEfficiency + 0.15 HallucinationCheck (v1, v2), or
+max(0, FieldMatch - QUESTION_COST * questions) (v3, for the cued scenarios: asking pays only when
+the answer is uncertain, see ``ask_gain``).
 Every call returns a fresh RewardBreakdown holding the total and every component, gate failures
 included, so a breakdown always belongs to its own episode. docs/environment.md
 lists each v1/v2 difference; the environment and the GRPO reward both call ``score``.
@@ -15,8 +17,12 @@ from typing import Any, Collection, Literal, Mapping
 from core.clarify.families import CRITICAL_WEIGHT, FAMILIES, FIELDS, GATE_THRESHOLD, OTHER_WEIGHT, RUBRIC_WEIGHTS, SYNONYM_SETS
 from core.records import RewardBreakdown, Scenario, trusted
 
-RubricVersion = Literal["v1", "v2"]
-VERSIONS = ("v1", "v2")
+RubricVersion = Literal["v1", "v2", "v3"]
+VERSIONS = ("v1", "v2", "v3")
+QUESTION_COST = 0.08
+"""v3: score lost per question asked (break-even in docs/environment.md, "Rubric v3")."""
+V3_WEIGHTS = {"FieldMatchRubric": 1.0, "QuestionCostRubric": -1.0}
+"""v3: total = FieldMatch - QuestionCost (QuestionCost = QUESTION_COST * questions), floored at 0."""
 UNKNOWN_MARKERS = frozenset({"", "unknown", "n/a", "na", "not specified", "unspecified", "not provided", "tbd", "?"})
 """v2: plan values that say "the user never told me" (after normalisation)."""
 _SCALARS = (str, int, float)
@@ -111,7 +117,7 @@ def format_check(scenario: Scenario, plan: Mapping | None, version: RubricVersio
     if not isinstance(plan, Mapping):
         return 0.0
     keys = scenario.required_keys
-    if version == "v2":
+    if version != "v1":
         keys = [k for k in keys if k in scenario.hidden_profile]
     return 1.0 if all(k in plan and _is_filled(plan[k], version) for k in keys) else 0.0
 
@@ -170,13 +176,43 @@ def _says_unknown(value: Any) -> bool:
     return value is None or (isinstance(value, _SCALARS) and normalise_value(value).strip(_EDGE_PUNCT) in UNKNOWN_MARKERS)
 
 
+def field_weight(scenario: Scenario, field: str) -> float:
+    """The share of FieldMatch that ``field`` carries (critical 2, others 1, over the hidden profile)."""
+    if field not in scenario.hidden_profile:
+        return 0.0
+    total = sum(CRITICAL_WEIGHT if f in scenario.critical_fields else OTHER_WEIGHT for f in scenario.hidden_profile)
+    return (CRITICAL_WEIGHT if field in scenario.critical_fields else OTHER_WEIGHT) / total
+
+
+def ask_gain(weight: float, probs: Collection[float]) -> float:
+    """v3: expected score gained by asking a field before proposing its MAP value, in closed form.
+
+    Asked, the field is matched for sure; not asked, the MAP value matches with probability max p.
+    So the gain is ``weight * (1 - max p)``, and asking pays iff it exceeds ``QUESTION_COST``.
+    """
+    return weight * (1.0 - max(probs))
+
+
+def score_v3(scenario: Scenario, plan: Mapping | None, questions_asked: int) -> RewardBreakdown:
+    """v3: the v2 gate and FieldMatch, less QUESTION_COST per question (floored at 0)."""
+    gate = format_check(scenario, plan, "v3")
+    match, cost = field_match(scenario, plan, "v3"), QUESTION_COST * questions_asked
+    passed = gate >= COMPOSITION.threshold
+    total = max(0.0, match - cost) if passed else 0.0
+    components = {COMPOSITION.gate: gate, "FieldMatchRubric": match, "QuestionCostRubric": cost}
+    return trusted(RewardBreakdown, rubric="v3", total=total, gate_passed=passed, components=components,
+                   weights=dict(V3_WEIGHTS))
+
+
 def score(scenario: Scenario, plan: Mapping | None, revealed: Collection[str], questions_asked: int,
           version: RubricVersion = "v1") -> RewardBreakdown:
     """Score one ended episode; pure. ``plan`` is None when no plan parsed to an object."""
     if version not in VERSIONS:
-        raise ValueError(f"unknown rubric version {version!r}; expected v1 or v2")
+        raise ValueError(f"unknown rubric version {version!r}; expected v1, v2 or v3")
     if plan is not None and not isinstance(plan, Mapping):
         plan = None
+    if version == "v3":
+        return score_v3(scenario, plan, questions_asked)
     gate = format_check(scenario, plan, version)
     parts = (
         field_match(scenario, plan, version),

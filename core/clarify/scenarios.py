@@ -12,8 +12,9 @@ from typing import Any, Iterable, Sequence
 
 from pydantic import ValidationError
 
+from core.clarify.cued import CUE_MIX, INFORMATIVE_REQUESTS, KINDS, draw_cue
 from core.clarify.families import DIFFICULTIES, FAMILIES, FIELDS, MAX_QUESTIONS, MAX_STEPS, MIN_CRITICAL, PROFILE_SIZE, TITLES
-from core.records import Scenario, trusted
+from core.records import Cues, Scenario, trusted
 
 TRAIN_SEEDS = range(0, 10_000)
 """Seeds the training code draws scenarios from."""
@@ -24,10 +25,16 @@ CLARIFYLAB_HELDOUT_SEEDS = range(50_000, 60_000)
 CLARIFYLAB_HELDOUT_PER_CELL = 10
 """Scenarios per (family, difficulty) cell of our held-out set: 5 x 3 x 10 = 150."""
 CLARIFYLAB_HELDOUT_FILE = Path(__file__).resolve().parent / "data" / "clarifylab_heldout.json"
+CUED_TRAIN_SEEDS = TRAIN_SEEDS
+"""Seeds the decision data's cued rows draw from (disjoint from the held-out range below)."""
+CUED_HELDOUT_SEEDS = range(70_000, 70_100)
+"""clarifylab-cued-v3: each seed as easy, medium, hard (300 scenarios, seed-major)."""
 
 SPEC_HELP = (
     "clarifyrl-heldout (the published 300: seeds 10000-10099 x easy,medium,hard; the first 50 are "
     "the published table's slice) | clarifylab-heldout (our frozen 150, 10 per family x difficulty) | "
+    "clarifylab-cued-v3 (300 requests with cues of known posterior, seeds 70000-70099 x easy,medium,hard; "
+    "score with --rubric v3) | "
     "generated:LO-HI[:DIFFICULTIES][:FAMILIES] (inclusive seed range, each seed as each listed "
     "difficulty; comma-separated lists, default all; a family filter keeps only scenarios whose "
     "drawn family is listed) | PATH to a JSON list in the published held-out format"
@@ -79,6 +86,7 @@ def generate_scenario(seed: int, difficulty: str) -> Scenario:
         field_keys=sorted(profile),
         max_steps=MAX_STEPS[difficulty],
         max_questions=MAX_QUESTIONS,
+        cues=None,
     )
 
 
@@ -166,6 +174,41 @@ def build_clarifylab_heldout() -> list[Scenario]:
     raise RuntimeError("the held-out seed range is too small to fill every cell")
 
 
+# ---- scenario set v3: cued requests (the cues themselves: core.clarify.cued) --------------------
+
+
+def generate_cued(seed: int, difficulty: str) -> Scenario:
+    """One v3 scenario: the seed's family and request, one cue per required field, profile = required fields."""
+    base = generate_scenario(seed, difficulty)
+    rng = random.Random(f"cued-v3/{seed}/{difficulty}")
+    family = FAMILIES[base.family]
+    cues, profile, sentences = {}, {}, []
+    for field in family.required:
+        kind = rng.choices(KINDS, weights=CUE_MIX[difficulty])[0]
+        cues[field], profile[field], text = draw_cue(field, kind, rng)
+        if text:
+            sentences.append(text)
+    rng.shuffle(sentences)
+    opener = base.request
+    if opener in INFORMATIVE_REQUESTS:
+        opener = rng.choice([r for r in family.requests if r not in INFORMATIVE_REQUESTS])
+    return Scenario(
+        seed=seed, family=base.family, difficulty=base.difficulty, title=base.title,
+        request=" ".join([opener, *sentences]), hidden_profile=profile,
+        critical_fields=sorted(f for f in family.critical if f in profile), required_keys=list(family.required),
+        field_keys=sorted(profile), max_steps=base.max_steps, max_questions=base.max_questions, cues=Cues(fields=cues))
+
+
+def cued_range(seeds: Iterable[int], difficulties: Sequence[str] = DIFFICULTIES) -> list[Scenario]:
+    """Each seed as each difficulty, seed-major (the held-out set's order)."""
+    return [generate_cued(seed, d) for seed in seeds for d in difficulties]
+
+
+def load_cued() -> list[Scenario]:
+    """The held-out ``clarifylab-cued-v3`` set (300 scenarios)."""
+    return cued_range(CUED_HELDOUT_SEEDS)
+
+
 def _split_list(text: str, allowed: Sequence[str], what: str) -> list[str]:
     if text in ("", "all"):
         return list(allowed)
@@ -199,6 +242,8 @@ def load_scenarios(spec: str, limit: int | None = None) -> list[Scenario]:
         out = generate_range(PUBLISHED_HELDOUT_SEEDS)
     elif spec == "clarifylab-heldout":
         out = read_published(CLARIFYLAB_HELDOUT_FILE)
+    elif spec == "clarifylab-cued-v3":
+        out = load_cued()
     elif spec.startswith("generated:"):
         out = _parse_generated(spec)
     elif Path(spec).suffix == ".json" or Path(spec).exists():

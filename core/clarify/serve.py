@@ -1,11 +1,12 @@
 """The clarify environment as an OpenEnv service: openenv-core's server, our environment inside.
 
-    python -m core.clarify.serve --rubric v1 --host 127.0.0.1 --port 8000
+    python -m core.clarify.serve --rubric v1 --host 127.0.0.1 --port 8000 [--workers 4]
 
 Each WebSocket connection (``openenv.core.mcp_client.MCPToolClient``, default mode) gets its own
 ``ClarifySession``; ``reset(task_id=..., seed=...)``, ``list_tools()`` and
 ``call_tool(name, **arguments)`` reach it, rewards and ``done`` ride on every step, and the
-``state`` message carries the episode as our ``Episode`` record (docs/scale_out.md). openenv-core
+``state`` message carries the episode as our ``Episode`` record; reset and tool results carry the
+published server's fields beside ours, so its clients run unchanged (docs/scale_out.md). openenv-core
 imports gradio when it loads, so core/ imports it only inside the functions that build a server.
 """
 
@@ -13,12 +14,13 @@ import argparse
 import functools
 import json
 import logging
+import os
 import sys
 from typing import Any, Sequence
 
 from core.clarify.agent import TOOL_SCHEMAS
 from core.clarify.rubrics import VERSIONS, RubricVersion
-from core.clarify.service import ClarifySession
+from core.clarify.service import ClarifySession, published_result
 
 MAX_SESSIONS = 64
 """Default cap on concurrent sessions; one more connection is refused with CAPACITY_REACHED."""
@@ -26,6 +28,13 @@ MAX_MESSAGE_BYTES = 1 << 20
 """Default cap on one WebSocket message (1 MiB); a larger one closes that connection (code 1009)."""
 SESSION_TIMEOUT_S = 600.0
 """Default idle time after which a session is reaped (a client that vanished without closing)."""
+SESSION_CLOSED = ("this session was closed by the server (idle past --session-timeout, or shut down); "
+                  "open a new connection to play on")
+
+
+class BadReset(ValueError):
+    """A reset naming an unknown key, task_id or seed: HTTP ``/reset`` answers it 422, naming the
+    field; the WebSocket answers it as an EXECUTION_ERROR message (openenv-core's own path)."""
 
 
 def _openenv():
@@ -56,8 +65,12 @@ def service_classes() -> tuple[type, type]:
         episode: dict[str, Any] | None = None
 
     class ResetObservation(types.Observation):
-        """What reset answers (MCPToolClient keeps only done/reward; the fields are for others)."""
+        """What reset answers: the published ``{"tool_name": "reset", "result": {...}}`` (its
+        training wrapper and eval script read the request, family and limits there), our scenario
+        id, rubric and task_info beside it. MCPToolClient keeps only done and reward."""
 
+        tool_name: str = "reset"
+        result: dict[str, Any]
         scenario_id: str
         rubric: str
         task_info: dict[str, Any]
@@ -71,6 +84,17 @@ def service_classes() -> tuple[type, type]:
         def __init__(self, rubric: RubricVersion = "v1"):
             super().__init__(FastMCP("clarify"))
             self.session = ClarifySession(rubric)
+            self.closed = False
+
+        def close(self) -> None:
+            """The server closes a session's environment when it frees the session (its client
+            left, or the idle reaper took it); a client still holding the socket is refused."""
+            self.closed = True
+            super().close()
+
+        def _check_open(self) -> None:
+            if self.closed:
+                raise RuntimeError(SESSION_CLOSED)
 
         def mcp_session(self):
             """No FastMCP transport per connection: our tools never go through it."""
@@ -78,19 +102,28 @@ def service_classes() -> tuple[type, type]:
 
         def reset(self, seed: int | None = None, episode_id: str | None = None,
                   task_id: str | None = None, **kwargs: Any):
+            self._check_open()
             if kwargs:
-                raise ValueError(f"reset takes task_id and seed; unexpected {sorted(kwargs)[:5]}")
-            return ResetObservation(done=False, reward=None, **self.session.reset(task_id, seed))
+                raise BadReset(f"reset takes task_id and seed; unexpected {sorted(kwargs)[:5]}")
+            try:
+                result = self.session.reset(task_id, seed)
+            except ValueError as exc:
+                raise BadReset(str(exc)) from None
+            return ResetObservation(done=False, reward=0.0, result=result, scenario_id=result["scenario_id"],
+                                    rubric=result["rubric"], task_info=result["task_info"])
 
         async def reset_async(self, seed: int | None = None, episode_id: str | None = None,
                               task_id: str | None = None, **kwargs: Any):
             return self.reset(seed, episode_id, task_id, **kwargs)
 
         def step(self, action, timeout_s=None, **kwargs):
+            self._check_open()
             if isinstance(action, mcp_types.ListToolsAction):
                 return mcp_types.ListToolsObservation(tools=list_tools(mcp_types.Tool))
             if isinstance(action, mcp_types.CallToolAction):
                 result, reward, done = self.session.call(action.tool_name, action.arguments)
+                scenario = None if self.session.env is None else self.session.env.scenario
+                result = published_result(action.tool_name, result, scenario)
                 wrapped = CallToolResult(
                     content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
                     structured_content=result, meta=None, data=result, is_error="error" in result)
@@ -106,6 +139,7 @@ def service_classes() -> tuple[type, type]:
 
         @property
         def state(self):
+            self._check_open()
             s = self.session
             episode = s.episode()
             return ClarifyState(
@@ -141,8 +175,17 @@ def create_service_app(rubric: RubricVersion = "v1", *, max_sessions: int = MAX_
     *_, mcp_types, types, create_app, _ = _openenv()
     env_cls, _ = service_classes()
     config = types.ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout_s)
-    return create_app(functools.partial(env_cls, rubric=rubric), mcp_types.CallToolAction,
-                      mcp_types.CallToolObservation, env_name="clarify", concurrency_config=config)
+    app = create_app(functools.partial(env_cls, rubric=rubric), mcp_types.CallToolAction,
+                     mcp_types.CallToolObservation, env_name="clarify", concurrency_config=config)
+    app.add_exception_handler(BadReset, _bad_reset_answer)
+    return app
+
+
+async def _bad_reset_answer(request, exc: BadReset):
+    """HTTP ``/reset`` with a bad argument: 422 and the message naming it (not a 500 traceback)."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=422, content={"detail": str(exc)})
 
 
 class _ClosedSocketFilter(logging.Filter):
@@ -154,17 +197,49 @@ class _ClosedSocketFilter(logging.Filter):
         return type(exc).__name__ != "WebSocketDisconnect"
 
 
-def server_config(app, host: str, port: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES):
-    """uvicorn's config for the app: the message cap, pings that find dead peers, quiet logs."""
+def _quiet_closed_sockets() -> None:
+    error_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _ClosedSocketFilter) for f in error_log.filters):
+        error_log.addFilter(_ClosedSocketFilter())
+
+
+def server_config(app, host: str, port: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES, workers: int = 1):
+    """uvicorn's config for the app: the message cap, pings that find dead peers, quiet logs.
+    ``workers`` > 1 needs ``app`` as the import string of a factory (``WORKER_FACTORY``)."""
     import uvicorn
 
     if max_message_bytes < 1024:
         raise ValueError(f"max_message_bytes must be >= 1024, got {max_message_bytes}")
-    error_log = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _ClosedSocketFilter) for f in error_log.filters):
-        error_log.addFilter(_ClosedSocketFilter())
-    return uvicorn.Config(app, host=host, port=port, ws_max_size=max_message_bytes,
-                          ws_ping_interval=20.0, ws_ping_timeout=20.0, log_level="warning")
+    if workers < 1 or (workers > 1 and not isinstance(app, str)):
+        raise ValueError(f"workers must be >= 1 (and > 1 only with a factory import string), got {workers}")
+    _quiet_closed_sockets()
+    return uvicorn.Config(app, host=host, port=port, ws_max_size=max_message_bytes, factory=isinstance(app, str),
+                          workers=workers, ws_ping_interval=20.0, ws_ping_timeout=20.0, log_level="warning")
+
+
+WORKER_FACTORY = "core.clarify.serve:worker_app"
+WORKER_SETTINGS = "CLARIFY_SERVE_WORKER"
+"""Environment variable carrying the app's settings (JSON) to each worker process."""
+
+
+def worker_app():
+    """One worker process's app (``--workers N``): the settings ``main`` put in ``WORKER_SETTINGS``."""
+    settings = json.loads(os.environ[WORKER_SETTINGS])
+    _quiet_closed_sockets()
+    return create_service_app(settings["rubric"], max_sessions=settings["max_sessions"],
+                              session_timeout_s=settings["session_timeout_s"])
+
+
+def run(config) -> None:
+    """Serve until stopped: one process, or ``config.workers`` processes sharing the socket
+    (each its own sessions; the kernel spreads connections over them)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    if config.workers > 1:
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+    else:
+        uvicorn.Server(config).run()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -178,23 +253,31 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest WebSocket message accepted; a larger one closes the connection")
     p.add_argument("--session-timeout", type=float, default=SESSION_TIMEOUT_S,
                    help="seconds of inactivity after which a session is freed (0: never)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes; --max-sessions is split evenly between them")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        app = create_service_app(args.rubric, max_sessions=args.max_sessions,
-                                 session_timeout_s=args.session_timeout or None)
-        config = server_config(app, args.host, args.port, max_message_bytes=args.max_message_bytes)
+        if args.workers > 1 and args.max_sessions < args.workers:
+            raise ValueError(f"--max-sessions {args.max_sessions} cannot be split over {args.workers} workers")
+        settings = {"rubric": args.rubric, "max_sessions": args.max_sessions // max(args.workers, 1),
+                    "session_timeout_s": args.session_timeout or None}
+        app = create_service_app(**settings)  # checks the settings here, once, before any worker starts
+        if args.workers > 1:
+            os.environ[WORKER_SETTINGS], app = json.dumps(settings), WORKER_FACTORY
+        config = server_config(app, args.host, args.port, max_message_bytes=args.max_message_bytes,
+                               workers=args.workers)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    import uvicorn
-
+    workers = f", {args.workers} workers" if args.workers > 1 else ""
     print(f"clarify environment (rubric {args.rubric}) on ws://{args.host}:{args.port}/ws "
-          f"(max {args.max_sessions} sessions, {args.max_message_bytes} bytes a message)", flush=True)
-    uvicorn.Server(config).run()
+          f"(max {settings['max_sessions'] * args.workers} sessions{workers}, "
+          f"{args.max_message_bytes} bytes a message)", flush=True)
+    run(config)
     return 0
 
 

@@ -9,7 +9,7 @@ no openenv-core, so it is tested without a server.
 import random
 import re
 
-from core.clarify.environment import ClarifyEnv, render_call
+from core.clarify.environment import ENDED, ClarifyEnv, render_call
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.clarify.rubrics import VERSIONS, RubricVersion
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
@@ -20,6 +20,16 @@ SCENARIO_ID = re.compile(r"seed(\d+)_([a-z_]+)_(easy|medium|hard)")
 NO_EPISODE = "no episode yet: call reset(task_id=..., seed=...) first"
 SERVICE_POLICY = "service"
 """Policy name of a served episode (the server does not know who played; clients rename it)."""
+MAX_SEED = 2**63 - 1
+"""Largest seed a reset accepts (a 4,000-digit seed names no scenario anyone can replay)."""
+INSTRUCTIONS = ("Ask clarifying questions with ask_question(question); the question budget is in "
+                "questions_remaining. Then call propose_plan(plan) once, plan a JSON object string holding "
+                "the family's required keys. Do not invent values for fields you never asked about.")
+"""What the published server's reset and get_task_info answer under ``instructions`` (our words)."""
+PUBLISHED_EXTRAS = {"get_task_info": ("task_id", "task_title", "instructions"),
+                    "propose_plan": ("type", "expected_profile", "submitted_plan"), ENDED: ("episode_done",)}
+"""Keys the wire adds beside ``ClarifyEnv``'s own result so the published clients find theirs
+(``published_result``); ``own_result`` drops them again, so a remote policy sees the in-process result."""
 
 
 def resolve_scenario(task_id: object = None, seed: object = None, rng: random.Random | None = None) -> Scenario:
@@ -30,8 +40,9 @@ def resolve_scenario(task_id: object = None, seed: object = None, rng: random.Ra
     ``seed10000_event_planning_easy`` (then ``seed`` must be None or that id's seed).
     """
     rng = rng or random.Random()
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"seed must be a non-negative integer or null, got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+        shown = f"an integer of {seed.bit_length()} bits" if isinstance(seed, int) and seed > MAX_SEED else repr(seed)[:40]
+        raise ValueError(f"seed must be a non-negative integer (at most 2**63 - 1) or null, got {shown}")
     if task_id is None or task_id in DIFFICULTIES:
         difficulty = task_id if task_id is not None else rng.choice(DIFFICULTIES)
         return generate_scenario(rng.choice(TRAIN_SEEDS) if seed is None else seed, difficulty)
@@ -65,11 +76,17 @@ class ClarifySession:
         self._rng = rng or random.Random()
 
     def reset(self, task_id: object = None, seed: object = None) -> dict:
-        """Start a new episode; returns its scenario id and what get_task_info would say."""
+        """Start a new episode; returns the published reset result (type "task", request, task_id,
+        task_title, family, max_steps, questions_remaining, instructions) with our scenario id,
+        rubric and what get_task_info would say beside it."""
         scenario = resolve_scenario(task_id, seed, self._rng)
         self.env = ClarifyEnv(scenario, self.rubric)
         self.episodes_started += 1
-        return {"scenario_id": scenario.id, "rubric": self.rubric, "task_info": self.env.task_info()}
+        s = scenario
+        return {"type": "task", "request": s.request, "task_id": s.difficulty, "task_title": s.title,
+                "family": s.family, "max_steps": s.max_steps, "questions_remaining": s.max_questions,
+                "instructions": INSTRUCTIONS, "scenario_id": s.id, "rubric": self.rubric,
+                "task_info": self.env.task_info()}
 
     def call(self, name: str, arguments: dict) -> tuple[dict, float, bool]:
         """One tool call -> (result, reward, done), exactly as ``ClarifyEnv.step`` answers it.
@@ -96,3 +113,25 @@ class ClarifySession:
         """The current episode's record (scored once it has ended), or None before any reset."""
         return None if self.env is None else self.env.episode(SERVICE_POLICY)
 
+
+
+def published_result(name: str, result: dict, scenario: Scenario | None) -> dict:
+    """``ClarifyEnv``'s result with the published server's keys beside ours (``PUBLISHED_EXTRAS``):
+    get_task_info's task_id/task_title/instructions, propose_plan's type "resolution",
+    expected_profile and submitted_plan, and ``episode_done: true`` on the after-end error."""
+    if result.get("error") == ENDED:
+        return {**result, "episode_done": True}
+    if "error" in result:
+        return result
+    if name == "get_task_info":
+        return {**result, "task_id": scenario.difficulty, "task_title": scenario.title, "instructions": INSTRUCTIONS}
+    if name == "propose_plan":
+        return {"type": "resolution", **result, "expected_profile": result["hidden_profile"],
+                "submitted_plan": result["plan"]}
+    return result
+
+
+def own_result(name: str, result: dict) -> dict:
+    """A served result without the published extras: exactly what ``ClarifyEnv`` answered."""
+    extras = PUBLISHED_EXTRAS[ENDED] if result.get("error") == ENDED else PUBLISHED_EXTRAS.get(name, ())
+    return {k: v for k, v in result.items() if k not in extras}

@@ -15,6 +15,7 @@ Requests over the limits are refused with token counts unless ``truncate=True``.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -28,6 +29,9 @@ from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError
 from core.decision.readout import readout
 
 PATHS = ("reference", "shared", "packed")
+EXACT_COUNT_CHARS = 1 << 16
+"""Parts up to this many characters are always tokenized and counted exactly (cheap: ~0.2 s);
+a longer part that cannot fit at any tokenization is refused before tokenizing (see ``unfittable``)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,11 @@ class Decider:
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
         check_seam(tokenizer, render_prefix("A short state."), render_suffix("Which one?", ["x", "y"]))
 
+    @cached_property
+    def max_token_chars(self) -> int:
+        """Characters in the tokenizer's longest token: no token covers more of a text."""
+        return max(map(len, self.tokenizer.get_vocab()), default=1)
+
     @classmethod
     def from_causal_lm(cls, model, tokenizer, **kwargs) -> "Decider":
         """Decider over a CausalLM: its body, and its output-embedding rows of " A" .. " Z"."""
@@ -147,6 +156,8 @@ class Decider:
         if not questions:
             raise QuestionError("no questions were given")
         text = render_state(state).strip()
+        if not truncate and (too_long := unfittable(text, questions, self.limits, self.max_token_chars)):
+            raise too_long
         state_ids = encode(self.tokenizer, text)
         suffixes = [encode(self.tokenizer, render_suffix(q.text, q.options)) for q in questions]
         over = self._overruns(text, state_ids, suffixes, questions)
@@ -288,6 +299,25 @@ class Decider:
 
 def _part(q: Question, index) -> str:
     return str(q.qid) if q.qid is not None else str(index)
+
+
+def unfittable(text: str, questions: Sequence[Question], limits: Limits, token_chars: int) -> RequestTooLong | None:
+    """The refusal of a request with a part that no tokenization can fit, found without tokenizing.
+
+    A part of n characters needs at least n / ``token_chars`` tokens, so a state of more than
+    ``max_state_tokens x token_chars`` characters (or a question over its suffix limit likewise) is
+    over its limit: a 50 MB state is refused in microseconds instead of tokenized for minutes.
+    Parts up to ``EXACT_COUNT_CHARS`` are left to the exact count, which names every part over.
+    """
+    parts = [("the state", len(text), limits.max_state_tokens)]
+    parts += [(f"question {_part(q, i)!r}", len(q.text) + sum(len(o) for o in q.options), limits.max_suffix_tokens)
+              for i, q in enumerate(questions)]
+    over = [(name, n, limit) for name, n, limit in parts if n > max(EXACT_COUNT_CHARS, limit * token_chars)]
+    if not over:
+        return None
+    said = "; ".join(f"{name} is {n:,} characters, more than {limit} tokens can hold ({limit * token_chars:,}: "
+                     f"{token_chars} characters in the longest token)" for name, n, limit in over)
+    return RequestTooLong(f"request too long: {said}.", "Pass truncate=True to cut it as published.")
 
 
 def _too_long_message(over: list[Overrun]) -> RequestTooLong:

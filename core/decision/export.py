@@ -37,6 +37,14 @@ LEGACY_BODY, LEGACY_ROWS, LEGACY_KEY = "body.safetensors", "letter_rows.safetens
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json",
                    "special_tokens_map.json", "added_tokens.json", "chat_template.jinja")
 """The tokenizer files of the published export (those present are hashed)."""
+GUARD_TEMPLATE = "decision_template.jinja"
+"""Where transformers' decision pipeline looks for a model's prompt template. Ours refuses with
+what to import: without ``core.decision.auto_model`` a plain ``pipeline("decision", model=EXPORT)``
+builds a Qwen3 causal LM with an untrained lm_head, whose answers would be noise."""
+GUARD_MESSAGE = ("This folder is a ClarifyLab letter-readout export (rlcd-decision-only-v1): it has no language-model "
+                 "head, so transformers built one at random. `import core.decision.auto_model` before "
+                 "pipeline(\"decision\", ...) or `transformers serve`, or load it with "
+                 "core.decision.export.load_decider(folder).")
 CONFIG_HASHES = "clarifylab_sha256"
 """decision.json field: sha256 of config.json and the tokenizer files (ours; the published loader ignores it)."""
 WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
@@ -135,6 +143,7 @@ def export_decision(directory: str | Path, body, rows: torch.Tensor, tokenizer, 
     config.save_pretrained(out)
     tokenizer.save_pretrained(out)
     portable_tokenizer_config(out / "tokenizer_config.json")
+    write_guard_template(out)
     card = {
         "format": FORMAT, "source": base_model, "base_model": base_model, "model_type": config.model_type,
         "hidden_size": int(rows.shape[1]), "letters": list(LETTERS), "letter_ids": letter_token_ids(tokenizer),
@@ -154,15 +163,28 @@ def portable_tokenizer_config(path: Path) -> None:
     """Make a transformers-5 tokenizer_config.json readable by transformers 4.57 (the published pin).
 
     transformers 5 names a plain tokenizers-backed tokenizer ``TokenizersBackend``, a class 4.x does
-    not have; ``PreTrainedTokenizerFast`` is the same class under both. The loader-only keys it
-    adds (``backend``, ``is_local``, ``local_files_only``) are dropped.
+    not have; ``PreTrainedTokenizerFast`` is the same class under both. transformers 5 writes the
+    extra special tokens as a list under ``extra_special_tokens``, where 4.57 expects a dict of
+    named tokens (a list fails there with "'list' object has no attribute 'keys'"); both read the
+    list under its 4.x name ``additional_special_tokens`` (5.x renames it back when loading). The
+    loader-only keys 5.x adds (``backend``, ``is_local``, ``local_files_only``) are dropped.
     """
     cfg = json.loads(path.read_text())
     if cfg.get("tokenizer_class") == "TokenizersBackend":
         cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    if isinstance(cfg.get("extra_special_tokens"), list):
+        listed = cfg.pop("extra_special_tokens")
+        cfg["additional_special_tokens"] = list(dict.fromkeys([*cfg.get("additional_special_tokens", []), *listed]))
     for key in ("backend", "is_local", "local_files_only"):
         cfg.pop(key, None)
     path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_guard_template(directory: Path) -> Path:
+    """``GUARD_TEMPLATE``: a decision template that only raises ``GUARD_MESSAGE`` (see there)."""
+    path = directory / GUARD_TEMPLATE
+    path.write_text("{{ raise_exception(" + json.dumps(GUARD_MESSAGE) + ") }}\n")
+    return path
 
 
 def export_causal_lm(directory: str | Path, model, tokenizer, **kwargs) -> Path:

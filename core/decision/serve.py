@@ -4,14 +4,80 @@
 ``transformers serve`` (its FastAPI app, model manager and System One handler) with the export as
 the forced model; ``core.decision.auto_model`` makes it load as our letter readout, so answers equal
 the local Decider's. Needs transformers' serving extra (fastapi, uvicorn, openai; requirements.txt).
+A request body over ``--max-body-bytes`` is answered 413 before it is parsed, and a state or
+question that cannot fit the token limits is refused (400) before it is tokenized
+(``core.decision.decider.unfittable``), so a huge request costs neither memory nor minutes.
 """
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+MAX_BODY_BYTES = 1 << 20
+"""Default cap on one request body (1 MiB: 64 questions of 448 tokens and a full state fit many times)."""
 
-def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"):
+
+class BodyLimit:
+    """ASGI middleware: a body over ``max_bytes`` is answered 413 naming the cap; the body is read
+    before the app sees it and at most the cap of it is kept, so a larger one is never held whole."""
+
+    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body, seen, more = b"", 0, True
+        while more:  # past the cap the rest is read and dropped, so the client gets the answer
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            body = body + chunk if seen <= self.max_bytes else b""
+            more = message.get("more_body", False)
+        if seen > self.max_bytes:
+            return await self._refuse(scope, send)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+    async def _refuse(self, scope, send) -> None:
+        from starlette.responses import JSONResponse
+
+        detail = f"request body too large: the limit is {self.max_bytes:,} bytes (--max-body-bytes)"
+        await JSONResponse({"detail": detail}, status_code=413)(scope, None, send)
+
+
+@contextmanager
+def _capped_bodies(max_bytes: int):
+    """transformers' ``build_server`` with ``BodyLimit`` added, while ``Serve`` builds its app."""
+    from transformers.cli.serving import server as serving
+
+    build = serving.build_server
+
+    def capped(*args, **kwargs):
+        app = build(*args, **kwargs)
+        app.add_middleware(BodyLimit, max_bytes=max_bytes)
+        return app
+
+    serving.build_server = capped
+    try:
+        yield
+    finally:
+        serving.build_server = build
+
+
+def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
+          max_body_bytes: int = MAX_BODY_BYTES):
     """Start ``transformers serve`` on ``directory`` (blocks until the server stops)."""
     from transformers.utils.import_utils import is_serve_available
 
@@ -24,9 +90,12 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_
     folder = Path(directory).expanduser().resolve()
     if not folder.is_dir() or read_export_card(folder) is None:
         raise SystemExit(f"{directory} is not an rlcd-decision-only-v1 export (no decision.json card of that format)")
+    if max_body_bytes < 1024:
+        raise SystemExit(f"--max-body-bytes must be >= 1024, got {max_body_bytes}")
     from transformers.cli.serve import Serve
 
-    Serve(force_model=str(folder), host=host, port=port, device="cpu", log_level=log_level)
+    with _capped_bodies(max_body_bytes):
+        Serve(force_model=str(folder), host=host, port=port, device="cpu", log_level=log_level)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,8 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="listen port (default 8000)")
     parser.add_argument("--log-level", default="warning", help="transformers' log level")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                        help=f"largest request body accepted (default {MAX_BODY_BYTES}); larger is answered 413")
     args = parser.parse_args(argv)
-    serve(args.directory, args.host, args.port, args.log_level)
+    serve(args.directory, args.host, args.port, args.log_level, args.max_body_bytes)
 
 
 if __name__ == "__main__":

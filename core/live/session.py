@@ -11,7 +11,8 @@ A ``LiveSession`` holds no model, thread or lock, so ``gr.State`` can copy it; a
 played by ``core.live.turns`` (a local model) and ``core.live.endpoint_turns`` (a chat endpoint),
 which both step the session through ``apply_model_text`` and ``settle`` here. Every core call here
 copies the session first and returns the copy. Finished episodes are saved as a run under
-``<replays>/sessions/`` for the Replays tab.
+``<replays>/sessions/``, which only this session's page lists in its Replays tab
+(``core.runs.session_runs``: private, bounded on disk).
 """
 
 import copy
@@ -32,13 +33,12 @@ from core.live.streaming import GenerationSettings, TurnTiming
 from core.models.entries import ModelEntry, public_deployment, shown_path
 from core.records import Episode, Generation, Scenario, ToolCall
 from core.runs.episode_log import write_episodes
+from core.runs.session_runs import SESSIONS_DIR, prune
 from core.runs.summary import summarize
 from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 
 Mode = Literal["watch", "user", "agent"]
 MODES: dict[str, str] = {"watch": "Watch", "user": "You are the user", "agent": "You are the agent"}
-SESSIONS_DIR = "sessions"
-"""Sub-folder of the replays directory that holds live sessions' runs."""
 HELDOUT_SPEC = "clarifyrl-heldout"
 FAMILY_SEARCH_LIMIT = 10_000
 """How many seeds past the given one to scan for a scenario of the chosen family."""
@@ -105,6 +105,8 @@ class LiveSession:
     """Speed of each model turn of the current episode (time to first token, tokens/s)."""
     sent: list[dict] = field(default_factory=list)
     """Endpoint play: each turn's assistant message as the endpoint sent it (``endpoint_policy.history``)."""
+    earlier_runs: tuple[str, ...] = ()
+    """Runs this browser session wrote under other rubrics (each rubric is a run of its own)."""
 
     @property
     def scenario(self) -> Scenario:
@@ -118,6 +120,11 @@ class LiveSession:
     def run_name(self) -> str:
         """The Replays run this session's episodes form (one per rubric version)."""
         return f"{SESSIONS_DIR}/{self.session_id}-{self.env.rubric}"
+
+    @property
+    def owned_runs(self) -> tuple[str, ...]:
+        """Every run this browser session has written: the Replays tab lists these to its page only."""
+        return self.earlier_runs + ((self.run_name,) if self.episodes else ())
 
     def budget(self) -> dict[str, int]:
         """Questions and steps left in the current episode."""
@@ -167,10 +174,12 @@ def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry 
     entry = entry if mode != "agent" else None
     env = (HumanUserEnv if mode == "user" else ClarifyEnv)(scenario, rubric)
     keep = previous if previous is not None and previous.env.rubric == rubric else None
+    owned = previous.owned_runs if previous is not None else ()
     return LiveSession(session_id=keep.session_id if keep else new_session_id(), mode=mode, entry=entry,
                        model_label=_label(entry), settings=settings,
                        env=env, episodes=list(keep.episodes) if keep else [],
-                       sample=len(keep.episodes) if keep else 0, status=f"{MODES[mode]}: {scenario.id}")
+                       sample=len(keep.episodes) if keep else 0, status=f"{MODES[mode]}: {scenario.id}",
+                       earlier_runs=tuple(r for r in owned if keep is None or r != keep.run_name))
 
 
 def _label(entry: ModelEntry | None) -> str:
@@ -218,13 +227,19 @@ def settle(session: LiveSession) -> None:
 # ---- the person's moves -----------------------------------------------------------------------
 
 
-MAX_ANSWER_CHARS = 200
-"""Longest answer a person may give in "You are the user". The simulated user's answers are at
-most 69 characters in every shipped run, and the shipped policies read a 1,024-token context
-that must hold the task, six questions and their answers: a long answer would push the episode
-out of it, so the model's next turns would be junk. Longer answers are refused, never cut."""
+MAX_ANSWER_CHARS = 80
+"""Longest answer a person may give in "You are the user": what the shipped policies can take. They
+learnt from the simulated user's answers (69 characters at most in every shipped run); measured on
+4 scenarios each (docs/log.md), clarify-grpo and clarify-warmup keep the tool-call format after a
+70-token answer (clarify-grpo also after 90) and lose it after 120 (every episode ``unparseable``).
+Our byte-level tokenizer never makes more tokens than characters of plain text, so 80 characters
+stay under that. Longer answers are refused, never cut; the answer box counts as the visitor types."""
 MAX_QUESTION_CHARS = 300
 """Longest question a person may ask in "You are the agent" (the scenario's questions are one line)."""
+MAX_PLAN_CHARS = 2_000
+"""Longest plan a person may submit in "You are the agent": a plan is one JSON object of the
+scenario's few fields (the largest in the shipped runs is 209 characters). Checked before the
+JSON is parsed, so a pasted 20 MB plan is refused at once and nothing of it is stepped or saved."""
 
 
 def answer_question(session: LiveSession, text: str) -> LiveSession:
@@ -235,8 +250,8 @@ def answer_question(session: LiveSession, text: str) -> LiveSession:
         raise LiveError("type an answer first")
     if len(text.strip()) > MAX_ANSWER_CHARS:
         raise LiveError(f"answers are limited to {MAX_ANSWER_CHARS} characters (yours has {len(text.strip())}): "
-                        "the model reads the whole episode in a 1,024-token context, and the simulated "
-                        "user's answers are under 70; answer in a short phrase")
+                        "the shipped models learnt from the simulated user's answers, all under 70, and lose "
+                        "the tool-call format after a much longer one; answer in a short phrase")
     session = copy.deepcopy(session)
     pending, session.pending = session.pending, None
     session.env.next_answer = text.strip()
@@ -254,6 +269,8 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
         raise LiveError("tool calls by hand are for the 'You are the agent' mode")
     if session.done:
         raise LiveError("the episode has ended: start a new one")
+    if not isinstance(text, str):
+        raise LiveError(f"{tool} takes text, got {type(text).__name__}")
     if tool == "ask_question":
         if not text.strip():
             raise LiveError("type a question first")
@@ -262,6 +279,9 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
                             f"{len(text.strip())}); ask one short question at a time")
         call = ToolCall(name=tool, arguments={"question": text.strip()})
     elif tool == "propose_plan":
+        if len(text) > MAX_PLAN_CHARS:
+            raise LiveError(f"plans are limited to {MAX_PLAN_CHARS:,} characters (yours has {len(text):,}): a plan is "
+                            "one JSON object with the scenario's required fields, each a short value")
         plan, error = parse_plan(text, session.env.rubric)
         if plan is None:
             raise LiveError(f"the plan must be a JSON object such as {{\"date\": \"today\"}}: {error}")
@@ -286,7 +306,8 @@ def plan_skeleton(session: LiveSession) -> str:
 
 
 def save_run(session: LiveSession, replays_dir: str | Path) -> Path:
-    """Write the session's finished episodes as a run under ``<replays_dir>/sessions/``.
+    """Write the session's finished episodes as a run under ``<replays_dir>/sessions/``, then drop
+    the oldest session runs beyond the disk bound (``core.runs.session_runs.prune``).
 
     Returns the ``episodes.jsonl`` path. The folder name comes only from the session id, which
     is checked, so nothing is ever written outside the replays directory.
@@ -303,6 +324,7 @@ def save_run(session: LiveSession, replays_dir: str | Path) -> Path:
     write_episodes(log, session.episodes)
     summary = summarize(session.episodes, policy="live session", scenarios="live play")
     (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    prune(base, keep=session.run_name)
     return log
 
 

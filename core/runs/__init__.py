@@ -4,9 +4,11 @@
 ``comparison`` (the one paired comparison of two runs, rubric versions checked), ``episode_table`` (episodes as a filterable pandas table),
 ``transcripts`` (an episode as chat messages and per-field marks), ``importer`` (the published
 ClarifyRL curated traces, re-scored), ``eval`` (``python -m core.runs.eval``: play, log, summarise,
-compare), ``replays`` (run folders on disk, safe names, regeneration) and ``uploads`` (uploaded runs
-held for browser sessions, bounded in memory).
+compare), ``replays`` (run folders on disk, safe names, regeneration), ``uploads`` (uploaded runs
+held for browser sessions, bounded in memory) and ``session_runs`` (live sessions' runs: private to
+their page, bounded on disk).
 """
 
-__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "summary", "transcripts",
+__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "session_runs", "summary",
+           "transcripts",
            "uploads"]

@@ -55,6 +55,10 @@ def run_rubric(frame: pd.DataFrame, name: str) -> str:
     return versions[0] if versions else "?"
 
 
+SHOWN_COLUMNS = ["scenario", "family", "difficulty", "score_a", "score_b", "diff"]
+"""The per-scenario table's columns a reader sees (``Comparison.table`` adds the two episode ids)."""
+
+
 def _per_scenario(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby("scenario", observed=True, sort=False).agg(
         family=("family", "first"), difficulty=("difficulty", "first"), score=("score", "mean"),

@@ -38,6 +38,8 @@ class LogReport:
 
     episodes: list[Episode] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was changed while reading (kept episodes, e.g. a repeated id renumbered)."""
 
 
 def parse_line(text: str, where: str) -> Episode:

@@ -12,6 +12,7 @@ from typing import Literal, Sequence
 import pandas as pd
 
 from core.clarify.families import RUBRIC_WEIGHTS
+from core.clarify.rubrics import V3_WEIGHTS
 from core.stats import Interval, bootstrap_mean
 
 TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
@@ -23,6 +24,15 @@ TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions"
 COMPONENT_WEIGHTS = {f"{name}Rubric": w for name, w in RUBRIC_WEIGHTS.items()}
 """Published component name -> weight (v1 and v2 share the weights)."""
 COMPONENTS = ("FormatCheckRubric", *COMPONENT_WEIGHTS)
+V3_COMPONENT_WEIGHTS = dict(V3_WEIGHTS)
+"""Rubric v3's components: FieldMatch less the question cost."""
+
+
+def rubric_components(frame: pd.DataFrame) -> tuple[tuple[str, ...], dict[str, float]]:
+    """The components and weights to chart for a table: v3's when every row is v3, else v1/v2's."""
+    if len(frame) and "rubric" in frame.columns and set(frame["rubric"].dropna()) == {"v3"}:
+        return ("FormatCheckRubric", *V3_COMPONENT_WEIGHTS), V3_COMPONENT_WEIGHTS
+    return COMPONENTS, COMPONENT_WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -90,8 +100,9 @@ def record_row(run: str, record: dict) -> dict:
         "recorded": float(recorded["score"]) if recorded else None,
         "text": _search_text(record),
     }
-    if breakdown:
-        row.update(breakdown.get("components") or {})
+    if breakdown:  # only the known components: a log's own names (``run``, ``score``) must not overwrite columns
+        components = breakdown.get("components") or {}
+        row.update({name: components[name] for name in COMPONENTS if name in components})
     return row
 
 
@@ -152,8 +163,20 @@ def display_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[shown].round({"score": 3, "recorded": 3})
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""Cell starts a spreadsheet reads as a formula (OWASP's CSV-injection list)."""
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet shows as text: one that starts like a formula gets a leading ``'``."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
-    """Write table rows to a fresh CSV file and return its path."""
+    """Write table rows to a fresh CSV file and return its path; text from logs (episode ids, run
+    names) that starts like a formula is written with a leading ``'`` so it stays text."""
     out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
-    rows.to_csv(out, index=False)
+    text = rows.select_dtypes(exclude="number").columns
+    safe = rows.assign(**{c: rows[c].astype(object).map(csv_cell) for c in text})
+    safe.to_csv(out, index=False)
     return out

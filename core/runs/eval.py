@@ -20,7 +20,7 @@ from typing import Sequence
 from core.clarify.endpoint_policy import EndpointError
 from core.clarify.environment import ClarifyEnv
 from core.runs.episode_log import read_episodes, write_episodes
-from core.clarify.policies import SCRIPTED, Policy, make_policy
+from core.clarify.policies import CUED_NAMES, SCRIPTED, Policy, make_policy
 from core.records import Episode, Generation, Scenario
 from core.clarify.rubrics import RubricVersion
 from core.clarify.scenarios import SPEC_HELP, load_scenarios
@@ -168,13 +168,15 @@ def _run_parser() -> argparse.ArgumentParser:
         description="Play a policy over a scenario set; write DIR/episodes.jsonl and DIR/summary.json. "
         "Compare two runs with: python -m core.runs.eval compare DIR_A DIR_B [--json OUT].")
     p.add_argument("--policy", required=True,
-                   help=f"scripted policy ({', '.join(SCRIPTED)}), model:PATH for a chat checkpoint, or "
-                   "openai:BASE_URL#MODEL for an OpenAI-compatible endpoint (key from $OPENAI_API_KEY)")
+                   help=f"scripted policy ({', '.join([*SCRIPTED, *CUED_NAMES])}), model:PATH for a chat checkpoint, "
+                   "openai:BASE_URL#MODEL for an OpenAI-compatible endpoint (key from $OPENAI_API_KEY), or "
+                   "decision:MODEL for the calibrated ask-or-act agent (any decision model)")
     p.add_argument("--scenarios", required=True, help=f"scenario set: {SPEC_HELP}")
     p.add_argument("--limit", type=int, default=None, help="play only the first N scenarios of the set")
     p.add_argument("--samples", type=int, default=1, help="episodes per scenario (K); the CI then resamples scenarios")
-    p.add_argument("--rubric", choices=("v1", "v2"), default="v1",
-                   help="v1: the published simulator and scoring (for published comparisons); v2: corrected")
+    p.add_argument("--rubric", choices=("v1", "v2", "v3"), default="v1",
+                   help="v1: the published simulator and scoring (for published comparisons); v2: corrected; "
+                   "v3: v2 plus a cost per question (for clarifylab-cued-v3)")
     p.add_argument("--seed", type=int, default=0, help="base seed of every episode's random stream")
     p.add_argument("--temperature", type=float, default=None, help="model policies: sampling temperature (default: the policy's)")
     p.add_argument("--top-p", type=float, default=None, help="model policies: nucleus sampling mass (default: the policy's)")

@@ -64,7 +64,7 @@ def read_log(path: str | Path, *, keep_valid: bool = False) -> tuple[Format, Log
     check_file(path)
     fmt = detect_format(path)
     if fmt == "episodes":
-        return fmt, read_episodes(path, strict=not keep_valid)
+        return fmt, renumber_repeats(read_episodes(path, strict=not keep_valid))
     try:
         items = json.loads(path.read_text(encoding=ENCODING))
     except RecursionError:
@@ -81,22 +81,38 @@ def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogRep
     """Convert a parsed published trace list; bad records raise, or are reported when ``keep_valid``."""
     if not isinstance(items, list):
         raise EpisodeLogError(f"{name}: a published trace file holds a JSON list, got {type(items).__name__}")
-    report, seen = LogReport(), {}
+    report = LogReport()
     for i, item in enumerate(items):
         try:
-            episode = convert_trace(item)
+            report.episodes.append(convert_trace(item))
         except (ValueError, TypeError, KeyError) as exc:
             message = f"{name} record {i}: {exc}"
             if not keep_valid:
                 raise EpisodeLogError(message) from None
             report.problems.append(message)
-            continue
-        key = (episode.policy, episode.scenario.id)
-        repeat = seen.get(key, 0)
-        seen[key] = repeat + 1
-        report.episodes.append(episode.model_copy(update={"sample": repeat}) if repeat else episode)
     if not report.episodes and not report.problems:
         raise EpisodeLogError(f"{name}: the file holds no episodes")
+    return renumber_repeats(report, note=False)  # a trace has no sample index: repeats are its samples
+
+
+def renumber_repeats(report: LogReport, note: bool = True) -> LogReport:
+    """Give each repeated episode id the scenario's next free sample index, so every id opens its
+    own episode; ``note`` says so in ``report.notes`` (one line, with the first renumbered id)."""
+    taken = {episode.id for episode in report.episodes}
+    seen: set[str] = set()
+    renamed: list[str] = []
+    for i, episode in enumerate(report.episodes):
+        if episode.id in seen:
+            sample = 0
+            while f"{episode.scenario.id}#{sample}" in taken:
+                sample += 1
+            renamed.append(f"{episode.id} → {episode.scenario.id}#{sample}")
+            episode = report.episodes[i] = episode.model_copy(update={"sample": sample})
+            taken.add(episode.id)
+        seen.add(episode.id)
+    if renamed and note:
+        report.notes.append(f"{len(renamed)} repeated episode id(s) renumbered so each opens its own episode "
+                            f"(first: {renamed[0]})")
     return report
 
 
@@ -188,10 +204,11 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
     revealed = [r["field_revealed"] for _, c, _, r in steps if r.get("field_revealed")]
     last = steps[-1][1] if steps else None
     # A plan call ends an episode whatever its result holds; only without one did it run out of steps.
-    termination = "plan" if plans else "unparseable" if steps and last is None else "max_steps"
+    # A trace without a single agent turn does not say how it ended: "running", never a made-up end.
+    termination = "plan" if plans else "running" if not steps else "unparseable" if last is None else "max_steps"
     # A failed gate forces the score to 0, so a positive recorded score means the gate passed
-    # (the recorded FormatCheck of a published trace may be stale, or missing).
-    gate = recorded.score > 0 or recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5
+    # (the recorded FormatCheck of a published trace may be stale, or missing); no turns, no plan, no pass.
+    gate = bool(steps) and (recorded.score > 0 or recorded.breakdown.get("FormatCheckRubric", 0.0) >= 0.5)
     weights = {f"{k}Rubric": w for k, w in RUBRIC_WEIGHTS.items()}
     breakdown = RewardBreakdown(rubric="v1", total=recorded.score, gate_passed=gate,
                                 components=recorded.breakdown, weights=weights)

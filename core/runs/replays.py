@@ -19,6 +19,7 @@ import pandas as pd
 
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
 from core.runs.comparison import Comparison, RubricMismatch, compare_tables
+from core.runs.session_runs import OWNED, dropped_message, is_session_run
 from core.runs.transcripts import inert
 from core.runs.uploads import PER_SESSION, STORE
 from core.runs.episode_table import Filters, episode_table, filter_table, record_row
@@ -79,14 +80,15 @@ def _summary_info(name: str, summary: dict) -> RunInfo:
 
 
 def discover_runs(root: str | Path) -> list[RunInfo]:
-    """Every run folder under ``root`` (an ``episodes.jsonl`` inside), sorted by name."""
+    """Every run folder under ``root`` (an ``episodes.jsonl`` inside), sorted by name; live sessions'
+    runs are private to their page (``core.runs.session_runs``), so they are never listed."""
     root = Path(root).resolve()
     if not root.is_dir():
         return []
     runs = []
     for log in sorted(root.rglob(LOG_NAME)):
         name = log.parent.relative_to(root).as_posix()
-        if not _NAME.match(name) or not log.resolve().is_relative_to(root):
+        if not _NAME.match(name) or is_session_run(name) or not log.resolve().is_relative_to(root):
             continue
         summary_path = log.parent / SUMMARY_NAME
         try:
@@ -97,8 +99,11 @@ def discover_runs(root: str | Path) -> list[RunInfo]:
     return runs
 
 
-def resolve_run(root: str | Path, name: str) -> Path:
+def resolve_run(root: str | Path, name: str, owned: bool = False) -> Path:
     """The ``episodes.jsonl`` of run ``name``, never a path outside ``root``.
+
+    A live session's run resolves only for its own page (``owned``); for any other caller it reads
+    exactly as a run that does not exist.
 
     Raises:
         RunNotFound: the name is malformed, escapes ``root`` or names no run.
@@ -107,7 +112,7 @@ def resolve_run(root: str | Path, name: str) -> Path:
         raise RunNotFound(f"{name!r} is not a run name")
     base = Path(root).resolve()
     log = (base / name / LOG_NAME).resolve()
-    if not log.is_relative_to(base) or not log.is_file():
+    if (is_session_run(name) and not owned) or not log.is_relative_to(base) or not log.is_file():
         raise RunNotFound(f"no run named {name!r}")
     return log
 
@@ -126,6 +131,8 @@ class LoadedRun:
     """Episode id -> position."""
     problems: tuple[str, ...] = ()
     """Records skipped while reading (uploads read leniently on request)."""
+    notes: tuple[str, ...] = ()
+    """What reading changed in the kept records (repeated ids renumbered)."""
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -135,7 +142,8 @@ class LoadedRun:
         return parse_line(self.lines[position], self.where[position])
 
 
-def _bundle(name: str, scanned: Iterable[tuple[str, str, dict]], problems: Sequence[str] = ()) -> LoadedRun:
+def _bundle(name: str, scanned: Iterable[tuple[str, str, dict]], problems: Sequence[str] = (),
+            notes: Sequence[str] = ()) -> LoadedRun:
     rows, lines, where = [], [], []
     for location, text, record in scanned:
         try:
@@ -145,14 +153,16 @@ def _bundle(name: str, scanned: Iterable[tuple[str, str, dict]], problems: Seque
         lines.append(text)
         where.append(location)
     index = {row["episode"]: i for i, row in enumerate(rows)}
-    return LoadedRun(name, episode_table(rows, [name]), tuple(lines), tuple(where), index, tuple(problems))
+    return LoadedRun(name, episode_table(rows, [name]), tuple(lines), tuple(where), index, tuple(problems),
+                     tuple(notes))
 
 
-def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = ()) -> LoadedRun:
+def make_run(name: str, episodes: Sequence[Episode], problems: Sequence[str] = (),
+             notes: Sequence[str] = ()) -> LoadedRun:
     """Bundle validated episodes (an upload, a conversion) under a run name."""
     lines = [dump_episode(ep) for ep in episodes]
     return _bundle(name, ((f"{name} episode {i + 1}", text, json.loads(text)) for i, text in enumerate(lines)),
-                   problems)
+                   problems, notes)
 
 
 @lru_cache(maxsize=8)  # bounds the shipped runs held in memory (a 10,000-episode run is about 80 MB)
@@ -160,12 +170,12 @@ def _load_cached(name: str, path: str, mtime_ns: int, size: int) -> LoadedRun:
     return _bundle(name, scan_records(path))
 
 
-def load_run(root: str | Path, name: str) -> LoadedRun:
-    """One shipped run by name: a fast scan builds the table; episodes validate when opened.
+def load_run(root: str | Path, name: str, owned: bool = False) -> LoadedRun:
+    """One run on disk by name: a fast scan builds the table; episodes validate when opened.
 
     Cached until the file changes. Raises EpisodeLogError naming the line of a broken record.
     """
-    log = resolve_run(root, name)
+    log = resolve_run(root, name, owned)
     stat = log.stat()
     return _load_cached(name, str(log), stat.st_mtime_ns, stat.st_size)
 
@@ -180,11 +190,17 @@ def upload_name(filename: str) -> str:
 
 
 def get_run(root: str | Path, name: str, uploads: dict | None = None) -> LoadedRun:
-    """A run by name: an upload of this session, else a shipped run under ``root``.
+    """A run by name: an upload or a live-session run of this page, else a shipped run under ``root``.
 
-    ``uploads`` maps a name to a ``LoadedRun`` or to its key in ``core.runs.uploads.STORE``."""
+    ``uploads`` maps a name to a ``LoadedRun``, to its key in ``core.runs.uploads.STORE``, or to
+    ``OWNED`` for this page's own live-session runs on disk."""
     if uploads and name in uploads:
         held = uploads[name]
+        if held == OWNED:
+            try:
+                return load_run(root, name, owned=True)
+            except RunNotFound:
+                raise RunNotFound(dropped_message(name)) from None
         if isinstance(held, str):
             held = STORE.get(held)
             if held is None:
@@ -268,7 +284,7 @@ def filtered_rows(root: str | Path, names: Sequence[str], filters: Filters,
 
 def upload_note(run: LoadedRun) -> str:
     """A one-paragraph markdown report of an upload: what was kept and what was skipped."""
-    note = f"✓ Opened **{run.name}**: {len(run)} episodes."
+    note = f"✓ Opened **{inert(run.name)}**: {len(run)} episodes." + "".join(f" {inert(n)}." for n in run.notes)
     if run.problems:
         shown = "\n".join(f"- {inert(p)}" for p in run.problems[:10])
         more = f"\n- … and {len(run.problems) - 10} more" if len(run.problems) > 10 else ""
@@ -315,7 +331,7 @@ def load_upload(path: str | Path, *, keep_valid: bool = False) -> LoadedRun:
     if not report.episodes:
         first = report.problems[0] if report.problems else "no records"
         raise EpisodeLogError(f"{path.name}: no valid episode ({len(report.problems)} bad: {first})")
-    return make_run(upload_name(path.name), report.episodes, report.problems)
+    return make_run(upload_name(path.name), report.episodes, report.problems, report.notes)
 
 
 # ---- the shipped runs ---------------------------------------------------------------------

@@ -23,15 +23,42 @@ _BLOCK = re.compile(r"^([#=+\-]|\d+(?=[.)]))")
 """A line start that would open a heading, list, rule or setext underline."""
 
 
+SHOWN_CHARS = 10_000
+"""Longest text shown for one field: a browser lays out a 1 MB word for minutes (218 s measured),
+while the longest text a shipped run holds is a few thousand characters (a model's raw turn)."""
+
+
+PLOT_CHARS = 120
+"""Longest text in a figure (a tick label, a legend entry, a hover line): names are a few words."""
+
+
+def shown(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """Text capped for display at ``limit``, with a note of its full length (downloads keep it all)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [shown: the first {limit:,} of {len(text):,} characters]"
+
+
+def plot_text(text: Any) -> str:
+    """Untrusted text for any part of a plotly figure: a title, an axis or tick label, a legend
+    entry, an annotation, hover text or a value inside a hovertemplate.
+
+    Plotly reads tags in text (``<a href>``, ``<b>``, ``<span style>``) and substitutes ``%{...}``
+    in templates, while it shows entities as characters: ``< > &`` and ``%`` become entities.
+    """
+    return html.escape(shown(text, PLOT_CHARS), quote=False).replace("%", "&#37;")
+
+
 def inert(text: Any) -> str:
     """Untrusted text (a URL, an upload, a model or a visitor) as markdown that renders as itself.
 
     ``<`` ``>`` ``&`` become entities (no HTML element, no blockquote), the characters markdown
     acts on get a backslash (no emphasis, link, image, autolink or table), and each line starts
-    as plain text (no heading, list or code block); line breaks stay.
+    as plain text (no heading, list or code block); line breaks stay. Capped by ``shown``.
     """
     lines = []
-    for line in str(text).split("\n"):
+    for line in shown(text).split("\n"):
         line = _INLINE.sub(lambda m: "\\" + m.group(0) if m.group(0) else "\\", html.escape(line.lstrip(), quote=False))
         lines.append(_BLOCK.sub(lambda m: m.group(0) + "\\" if m.group(0)[0].isdigit() else "\\" + m.group(0), line))
     return "  \n".join(lines)
@@ -39,7 +66,7 @@ def inert(text: Any) -> str:
 
 def code(text: Any) -> str:
     """Untrusted text as an inline code span (shown literally), its fence longer than any backtick run inside."""
-    text = str(text).replace("\n", " ")
+    text = shown(text).replace("\n", " ")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -48,7 +75,7 @@ def code(text: Any) -> str:
 
 def fenced(text: Any, language: str = "") -> str:
     """Untrusted text as a fenced code block whose fence no run of backticks inside can close."""
-    text = str(text)
+    text = shown(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}"
@@ -130,7 +157,7 @@ def chat_messages(episode: Episode) -> list[Message]:
     messages: list[Message] = [{"role": "user", "content": inert(episode.scenario.request)}]
     for turn in episode.turns:
         messages.extend(turn_messages(episode, turn))
-    verdict = f"**Episode ended: {episode.termination}** · score **{episode.score:.3f}**"
+    verdict = f"**{ending(episode).capitalize()}** · score **{episode.score:.3f}**"
     if episode.breakdown is not None:
         verdict += " · format gate " + ("passed" if episode.breakdown.gate_passed else "**failed**")
     if episode.recorded is not None:
@@ -175,6 +202,10 @@ def field_marks(episode: Episode) -> list[FieldMark]:
     return marks
 
 
+MARK_COLUMNS = ["field", "hidden", "plan", "revealed", "matched", "hallucinated"]
+"""The profile-vs-plan table's columns (its headers before any episode is shown, too)."""
+
+
 def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     """Field marks as a table with ✓/✗ columns (blank where a mark does not apply)."""
     import pandas as pd
@@ -182,11 +213,11 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     def tick(flag: bool) -> str:
         return "✓" if flag else "✗"
 
-    rows = [{"field": ("★ " if m.critical else "") + m.field, "hidden": m.hidden or "—",
-             "plan": m.planned or "—", "revealed": tick(m.revealed),
+    rows = [{"field": ("★ " if m.critical else "") + shown(m.field), "hidden": shown(m.hidden or "—"),
+             "plan": shown(m.planned or "—"), "revealed": tick(m.revealed),
              "matched": tick(m.matched) if m.hidden else "",
              "hallucinated": "⚠" if m.hallucinated else ""} for m in marks]
-    return pd.DataFrame(rows, columns=["field", "hidden", "plan", "revealed", "matched", "hallucinated"])
+    return pd.DataFrame(rows, columns=MARK_COLUMNS)
 
 
 def zero_reasons(episode: Episode) -> dict[str, str]:
@@ -226,6 +257,13 @@ def _scenario_facts(episode: Episode) -> str:
     return f"{difficulty} · {episode.questions_asked}/{sc.max_questions} questions · {revealed}{source}"
 
 
+def ending(episode: Episode, ended: str = "Episode ended: {}") -> str:
+    """How the episode ended (``ended`` formats the reason); a log that shows no end says so."""
+    if episode.termination != "running":
+        return ended.format(episode.termination)
+    return "not ended in the log" + (" (it holds no agent turn)" if not episode.turns else "")
+
+
 def episode_header(episode: Episode, run: str) -> str:
     """A two-line markdown summary of one episode for the top of the episode view."""
     gate = "" if episode.breakdown is None else (
@@ -236,4 +274,4 @@ def episode_header(episode: Episode, run: str) -> str:
     return (f"### {inert(episode.id)} · score **{episode.score:.3f}**{gate}{recorded}\n"
             f"{code(run)} · policy {code(episode.policy)} · rubric {episode.rubric} · "
             f"{inert(episode.scenario.family)} · {_scenario_facts(episode)} · "
-            f"ended by **{episode.termination}** · ★ = critical field")
+            f"{ending(episode, 'ended by **{}**')} · ★ = critical field")

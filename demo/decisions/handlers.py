@@ -13,12 +13,13 @@ import pandas as pd
 
 from core.decision import system_one
 from core.decision.evaluation import evalsets, reports
-from core.decision.evaluation.familiarity import familiarity, warning
+from core.decision.evaluation.familiarity import NO_SIGNAL, familiarity, set_note, warning
 from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
 from core.models import availability, lists
 from core.models.cache import ModelCache, pick
 from core.models.entries import OPTION_DESIGN
+from core.runs.episode_log import TOO_DEEP
 from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
@@ -153,7 +154,9 @@ def _familiarity(deciders: dict, state) -> dict:
 
 
 def _ood_cell(found) -> str:
-    return (f"⚠ unlike it ({found.rate:.0%} unknown words)" if found.out_of_distribution
+    if found is None:
+        return NO_SIGNAL.split(":")[0]
+    return (f"⚠ unlike it ({max(found.rate, found.pair_rate):.0%} unknown)" if found.out_of_distribution
             else f"like it ({found.rate:.0%} unknown)")
 
 
@@ -166,7 +169,7 @@ def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFram
             out.append([key, qid, a.top + (" ⚠ close" if r.close else ""),
                         "" if conf is None else round(conf, 3), "" if conf is None else sources[key],
                         round(a.max_p, 3), round(a.entropy_confidence, 3), "" if a.value is None else round(a.value, 3),
-                        round(r.margin, 3), _ood_cell(known[key]) if key in known else ""])
+                        round(r.margin, 3), _ood_cell(known.get(key))])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
@@ -195,7 +198,7 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
     qerr = [_error(e.get(builder.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, builder.parse_state(state)) if result.answers else {}
-    notes = "\n\n".join(inert(warning(f, key)) for key, f in known.items())
+    notes = "\n\n".join(inert(warning(known.get(key), key)) for key in result.answers)
     sources = {k: d.confidence_source for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
             *qerr, fig, _table(result, known, sources), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
@@ -214,6 +217,13 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     if errors or not deciders:
         raise gr.Error(errors.get("model", "pick a decision model"), print_exception=False)
     try:
+        return _score(deciders, model, state, questions)
+    except RecursionError:  # json and repr recurse once per bracket; a state or question is a few levels deep
+        raise gr.Error(f"the state or questions are {TOO_DEEP}", print_exception=False) from None
+
+
+def _score(deciders: dict, model: str, state: str | dict, questions: dict | str | None) -> dict:
+    try:
         questions = json.loads(questions) if isinstance(questions, str) and questions.strip() else questions
         if not questions and isinstance(state, dict) and "questions" in state:  # the whole request
             state, questions = system_one.split_request(state, None)
@@ -226,8 +236,8 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     # gradio_client downloads any dict holding a string "path" as a file, so usage.path is renamed
     out["usage"]["decider_path"] = out["usage"].pop("path")
     found = _familiarity({model: deciders[model]}, builder.parse_state(state)).get(model)
-    if found is not None:  # our own models only (see _familiarity)
-        out["familiarity"] = {**found.record(), "warning": warning(found, model)}
+    # our own models measure it (see _familiarity); any other says it has no signal
+    out["familiarity"] = {**(found.record() if found else {"out_of_distribution": None}), "warning": warning(found, model)}
     return out
 
 
@@ -277,6 +287,10 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
     note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    if source == evalsets.SOURCES[2]:  # an uploaded set: is it the kind of text the models were trained on?
+        states = [render_state(i.state) for i in items]
+        note += "".join(f"\n\n{inert(set_note(d.training_tokenizer, states, k))}"
+                        for k, d in deciders.items())
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]

@@ -17,7 +17,14 @@ CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
 .dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
 .dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
+#dq-table th, #dq-table th *, #dq-table td, #dq-table td * { word-break: keep-all !important;
+  overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
+#dq-table th, #dq-table td { padding: 4px 5px !important; font-size: 12px !important; }
+#dq-table th * { white-space: normal !important; overflow: visible !important; }
 """
+ANSWER_WIDTHS = ["11%", "5%", "9%", "11%", "12%", "7%", "10%", "10%", "8%", "17%"]
+"""Answers table columns (``h.TABLE_COLUMNS``): wide enough that no header breaks inside a word and the
+last column ("input vs training") stays on screen."""
 STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
               "(shown as a record below).")
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
@@ -89,7 +96,8 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=6):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
-            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table")
+            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
+                                 column_widths=ANSWER_WIDTHS)
             with gr.Accordion("Raw answers (System One shape)", open=False):
                 raw = gr.JSON(show_label=False)
 
@@ -136,7 +144,8 @@ def _calibration_panel(models_dir: gr.State):
             run = gr.Button("Evaluate", variant="primary", elem_id="dq-evaluate")
         with gr.Column(scale=7):
             summary = gr.Markdown()
-            table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True)
+            table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True,
+                                 headers=["metric", "model", "compared with"])
             reliability = gr.Plot(show_label=False, elem_id="dq-reliability")
             selective = gr.Plot(show_label=False, elem_id="dq-selective")
             ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
@@ -155,7 +164,8 @@ def _probe_panel(models_dir: gr.State):
     set_err = _error_line()
     run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
     figure = gr.Plot(show_label=False, elem_id="dq-probe-plot")
-    table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False)
+    table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False,
+                         headers=["probe group", "model", "ideal"])
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     run.click(h.probe, [models_dir, model_a, model_b, tickets], [set_err, model_err, figure, table], api_name="probe")
     return model_a, model_b, note

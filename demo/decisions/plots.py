@@ -2,16 +2,17 @@
 
 Pure functions from answers or metric records to ``go.Figure``; nothing here computes a metric
 (those come from ``core.calibration``). Two models share one figure, told apart by colour, so a
-comparison is always on the same axes.
+comparison is always on the same axes. Every text from data (model names, question ids and text,
+option keys and criteria) goes through ``core.runs.transcripts.plot_text``, the Replays charts' own.
 """
 
-from html import escape
 from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.decision.system_one import probabilities_of, top_option
+from core.runs.transcripts import plot_text
 from demo.decisions.builder import CLOSE_MARGIN, reading
 
 COLORS = ("#2563eb", "#ea580c")
@@ -24,7 +25,7 @@ FONT = dict(family="system-ui, sans-serif", size=13)
 def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
     short = text if len(text) <= 70 else text[:67] + "..."
     badge = " ⚠ close call" if any(reading(qid, a).close for a in answers) else ""
-    return f"<b>{escape(qid, quote=False)}</b> · {escape(short, quote=False)}{badge}"  # plotly reads tags in text
+    return f"<b>{plot_text(qid)}</b> · {plot_text(short)}{badge}"
 
 
 def _labels(ans: Mapping, keys: list[str]) -> list[str]:
@@ -54,11 +55,12 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
             keys, probs = _labels(ans, list(by_option)), list(by_option.values())
             chosen = [k == top_option(ans) for k in by_option]
             fig.add_bar(
-                x=probs, y=[escape(str(k), quote=False) for k in keys], orientation="h", name=name, legendgroup=name, showlegend=row == 1,
+                x=probs, y=[plot_text(k) for k in keys], orientation="h", name=plot_text(name), legendgroup=plot_text(name),
+                showlegend=row == 1, meta=plot_text(name),
                 marker_color=[COLORS[m] if c else PALE[m] for c in chosen],
                 marker_line=dict(color=COLORS[m], width=1.5),
                 text=[f"{'★ ' if c else ''}{p:.0%}" for p, c in zip(probs, chosen)], textposition="outside",
-                cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>", row=row, col=1,
+                cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra>%{meta}</extra>", row=row, col=1,
             )
     fig.update_xaxes(range=[0, 1.12], tickformat=".0%", gridcolor="#e5e7eb")
     fig.update_yaxes(autorange="reversed", automargin=True)
@@ -99,8 +101,8 @@ def reliability_figure(reports: Sequence) -> go.Figure:
         full = [b for b in bins if b.count]
         xs = [xi for xi, b in zip(x, bins) if b.count]
         c, pale = COLORS[m % 2], PALE[m % 2]
-        fig.add_bar(x=xs, y=[b.accuracy for b in full], width=width, name=f"{rep.name}: accuracy", marker_color=c,
-                    legendgroup=rep.name, error_y=dict(type="data", symmetric=False, color="#111827", thickness=1,
+        fig.add_bar(x=xs, y=[b.accuracy for b in full], width=width, name=f"{plot_text(rep.name)}: accuracy", marker_color=c,
+                    legendgroup=plot_text(rep.name), error_y=dict(type="data", symmetric=False, color="#111827", thickness=1,
                                                       array=[b.acc_hi - b.accuracy for b in full],
                                                       arrayminus=[b.accuracy - b.acc_lo for b in full]),
                     customdata=[[b.count, b.confidence, b.acc_lo, b.acc_hi] for b in full],
@@ -108,11 +110,11 @@ def reliability_figure(reports: Sequence) -> go.Figure:
                                   "mean confidence %{customdata[1]:.3f}<br>%{customdata[0]} rows<extra></extra>",
                     row=1, col=1)
         fig.add_bar(x=xs, y=[b.confidence - b.accuracy for b in full], base=[b.accuracy for b in full], width=width,
-                    name=f"{rep.name}: gap to confidence", marker=dict(color="rgba(220,38,38,0.18)",
+                    name=f"{plot_text(rep.name)}: gap to confidence", marker=dict(color="rgba(220,38,38,0.18)",
                     line=dict(color="#dc2626", width=1), pattern=dict(shape="/", fgcolor="#dc2626", size=5)),
-                    legendgroup=rep.name, hoverinfo="skip", row=1, col=1)
+                    legendgroup=plot_text(rep.name), hoverinfo="skip", row=1, col=1)
         fig.add_bar(x=x, y=[b.count for b in bins], width=width, marker_color=pale, marker_line_color=c,
-                    marker_line_width=1, name=f"{rep.name}: rows", legendgroup=rep.name, showlegend=False,
+                    marker_line_width=1, name=f"{plot_text(rep.name)}: rows", legendgroup=plot_text(rep.name), showlegend=False,
                     hovertemplate="%{y} rows<extra></extra>", row=2, col=1)
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#6b7280", dash="dash"),
                     name="perfect calibration", row=1, col=1)
@@ -132,7 +134,7 @@ def selective_figure(reports: Sequence) -> go.Figure:
     for m, rep in enumerate(reports):
         aurc = rep.metrics["aurc"].mean
         fig.add_scatter(x=rep.curve.coverage, y=rep.curve.risk, mode="lines", line=dict(color=COLORS[m % 2], width=2.5),
-                        name=f"{rep.name} (AURC {aurc:.3f})" if _finite(aurc) else rep.name,
+                        name=f"{plot_text(rep.name)} (AURC {aurc:.3f})" if _finite(aurc) else plot_text(rep.name),
                         hovertemplate="coverage %{x:.0%}<br>risk %{y:.3f}<extra></extra>")
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="coverage (share of rows answered)", gridcolor="#e5e7eb")
     fig.update_yaxes(rangemode="tozero", title_text="risk (error rate when answering)", gridcolor="#e5e7eb")
@@ -148,7 +150,7 @@ def probe_figure(summaries: Sequence, published: Mapping[str, Mapping[str, float
     groups = list(summaries[0].groups) if summaries else []
     for m, s in enumerate(summaries):
         ivs = [s.groups[g] for g in groups]
-        fig.add_bar(x=groups, y=[iv.mean for iv in ivs], name=s.name, marker_color=COLORS[m % 2],
+        fig.add_bar(x=groups, y=[iv.mean for iv in ivs], name=plot_text(s.name), marker_color=COLORS[m % 2],
                     text=[f"{iv.mean:.3f}" if _finite(iv.mean) else "" for iv in ivs], textposition="inside",
                     error_y=dict(type="data", symmetric=False, array=[iv.hi - iv.mean for iv in ivs],
                                  arrayminus=[iv.mean - iv.lo for iv in ivs], color="#111827", thickness=1))

@@ -10,7 +10,6 @@ generator (a closed tab) stops the model the same way.
 
 import threading
 from html import escape
-from urllib.parse import urlencode
 
 import gradio as gr
 
@@ -98,9 +97,10 @@ def _end_panel(session: live_session.LiveSession | None, replays_dir: str):
         return gr.update(visible=False), "", None, None, "", None
     episode = session.episodes[-1]
     log = live_session.save_run(session, replays_dir)
-    query = urlencode({"run": session.run_name, "episode": episode.id})
-    link = (f'<a href="?{escape(query)}" target="_blank">'
-            f"↗ Open in Replays</a> (run <code>{session.run_name}</code>, {len(session.episodes)} episodes)")
+    n = len(session.episodes)
+    link = (f"Saved as run <code>{escape(session.run_name)}</code> ({n} episode{'' if n == 1 else 's'}), private to "
+            "this page: its Replays tab lists it, no other visitor's does (the server keeps the most recent "
+            "session runs only; the download is your copy)")
     return (gr.update(visible=True), transcripts.episode_header(episode, session.run_name),
             plots.breakdown_bars(episode.breakdown, reasons=transcripts.zero_reasons(episode)),
             transcripts.marks_frame(transcripts.field_marks(episode)),

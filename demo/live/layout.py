@@ -7,12 +7,14 @@ running generation's flag (kept in this session's state), which halts the model 
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
+from core.runs.transcripts import MARK_COLUMNS
 from demo.live import handlers as h
 
 GENERATION_SLOTS = 2
@@ -21,6 +23,26 @@ CSS = """
 #live-chat .message {font-size: 14px}
 .live-note {min-height: 0 !important}
 """
+
+
+def _count_note(n: int | str) -> str:
+    return f"{n} / {MAX_ANSWER_CHARS} characters"
+
+
+COUNT_JS = f"""(text) => {{
+  const n = text.trim().length;
+  return n > {MAX_ANSWER_CHARS}
+    ? `⚠ ${{n}} / {MAX_ANSWER_CHARS} characters: too long for the model, shorten it before sending`
+    : `${{n}} / {MAX_ANSWER_CHARS} characters`;
+}}"""
+"""The answer box's counter, run in the browser as the visitor types (no server call): it says
+the answer is too long before it is sent, as ``core.live.session.answer_question`` would refuse it."""
+
+
+def _clear_sent(session):
+    """Empty the answer box once its answer was taken; a refused answer stays there to shorten."""
+    waiting = session is not None and session.pending is not None
+    return (gr.update(), gr.update()) if waiting else ("", _count_note(0))
 
 
 def _pickers(models_dir):
@@ -63,15 +85,21 @@ def _end_panel():
         header = gr.Markdown()
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
-            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1)
+            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1,
+                                 headers=MARK_COLUMNS)
         with gr.Row(equal_height=True):
-            link = gr.HTML()
-            download = gr.File(label="This session's episodes (JSONL)", height=60)
-    return [panel, header, breakdown, marks, link, download]
+            with gr.Column(scale=2):
+                link = gr.HTML()
+                open_replays = gr.Button("↗ Open in Replays", size="sm")
+            download = gr.File(label="This session's episodes (JSONL)", height=60, scale=1)
+    return [panel, header, breakdown, marks, link, download], open_replays
 
 
-def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | None = None) -> None:
-    """Lay out the Live play tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | None = None) -> SimpleNamespace:
+    """Lay out the Live play tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events.
+
+    Returns the session state and the "Open in Replays" button, which app.py wires to this page's
+    Replays tab (a session's runs are listed to its own page only)."""
     models_dir = str(models_dir) if models_dir else None
     root, models = gr.State(str(replays_dir)), gr.State(models_dir)
     session = gr.State(None)
@@ -88,10 +116,12 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             chat = gr.Chatbot(label="Transcript", height=560, elem_id="live-chat", feedback_options=None,
                               group_consecutive_messages=False, buttons=["copy_all"])
             with gr.Row(visible=False, equal_height=True) as user_row:
-                reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
-                                   scale=4, max_length=MAX_ANSWER_CHARS,
-                                   placeholder="A short phrase, as the user would; the card on the right has "
-                                   "your profile (the model reads the whole episode in a 1,024-token context)")
+                with gr.Column(scale=4):
+                    # No max_length: the browser would cut a paste silently; the server refuses instead.
+                    reply = gr.Textbox(label=f"Your answer (the model asked you; at most {MAX_ANSWER_CHARS} characters)",
+                                       placeholder="A short phrase, as the user would; the card on the right has "
+                                       "your profile", elem_id="live-reply")
+                    reply_count = gr.Markdown(_count_note(0), elem_classes="live-note", elem_id="live-reply-count")
                 send = gr.Button("Send answer", variant="primary", scale=1)
             with gr.Column(visible=False) as agent_row:
                 with gr.Row(equal_height=True):
@@ -108,7 +138,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             card = gr.Markdown("Start an episode to see its task.")
             profile = gr.Dataframe(headers=["field (★ critical)", "hidden value"], label="Hidden profile",
                                    interactive=False, visible=False, wrap=True)
-    end = _end_panel()
+    end, open_replays = _end_panel()
     outputs = [session, chat, status, budget, card, profile, *end, user_row, agent_row]
 
     demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
@@ -122,7 +152,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     go.click(h.play, [session, root], outputs + [stop_flag], api_name="live_continue", **slot)
     answered = gr.on([send.click, reply.submit], h.answer, [session, root, reply], outputs, api_name="live_answer",
                      **quiet)
-    answered.then(lambda: "", None, [reply], api_name=False).then(
+    reply.input(None, [reply], [reply_count], js=COUNT_JS, api_name=False)
+    answered.then(_clear_sent, [session], [reply, reply_count], api_name=False).then(
         h.play, [session, root], outputs + [stop_flag], api_name=False, **slot)
     stop.click(h.request_stop, [stop_flag], [status], api_name="live_stop", **quiet)
     asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask",
@@ -130,3 +161,4 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     asked.then(lambda: "", None, [question], api_name=False)
     propose.click(h.propose_plan, [session, root, plan], outputs, api_name="live_propose", **quiet)
     info.click(h.task_info, [session, root], outputs, api_name="live_info", **quiet)
+    return SimpleNamespace(session=session, open_replays=open_replays)

@@ -16,6 +16,7 @@ from core.runs import episode_table as table
 from core.runs import replays
 from core.runs import transcripts
 from core.runs import uploads as uploads_store
+from core.runs.session_runs import OWNED
 from core.runs.episode_log import EpisodeLogError
 from demo import plots
 
@@ -23,6 +24,7 @@ EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
+RUN_COLUMNS = ["run", "policy", "rubric", "scenarios", "n", "avg score", "95% interval", "completion"]
 
 
 def no_pair() -> tuple[dict, dict]:
@@ -38,8 +40,7 @@ def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
              "95% interval": "" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",
              "completion": None if r.completion_rate is None else f"{r.completion_rate:.0%}"}
             for r in infos]
-    return pd.DataFrame(rows, columns=["run", "policy", "rubric", "scenarios", "n", "avg score",
-                                       "95% interval", "completion"])
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 def episode_key(run: str, episode_id: str) -> str:
@@ -91,7 +92,7 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
     head = rows.head(EPISODE_CHOICES_MAX)
     picks = [(f"{e} · {s:.3f} · {r}", episode_key(r, e))
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
-    count = f"**{len(rows)}** episodes" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
+    count = f"**{len(rows)}** episode{'' if len(rows) == 1 else 's'}" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
     return table.display_frame(rows), gr.update(choices=picks), f"{warn}\n\n{count}" if warn else count
 
@@ -136,11 +137,31 @@ def upload_log(root, file, keep_valid, uploads, picked):
                 gr.update(), gr.update(), gr.update(), None)
     session = uploads_store.session_of((uploads or {}).values())
     key = uploads_store.STORE.put(session, run)
-    held = {n: k for n, k in (uploads or {}).items() if n != run.name and uploads_store.STORE.holds(k)}
+    held = {n: k for n, k in (uploads or {}).items()
+            if n != run.name and (k == OWNED or uploads_store.STORE.holds(k))}
     uploads = {**held, run.name: key}  # names of uploads the store dropped leave the pickers too
     names = replays.run_names(root, uploads)
     return (uploads, replays.upload_note(run), gr.update(choices=names, value=[*(picked or []), run.name]),
             gr.update(choices=names), gr.update(choices=names), None)
+
+
+def adopt_session_runs(root, uploads, live_session):
+    """The Replays tab opened: this page's own Live play runs join its runs (no other page lists them)."""
+    owned = live_session.owned_runs if live_session is not None else ()
+    uploads = {**(uploads or {}), **{name: OWNED for name in owned}}
+    names = replays.run_names(root, uploads)
+    return uploads, gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
+
+
+def open_session_episode(root, uploads, live_session, picked):
+    """Live play's "Open in Replays": this page's Replays tab, at the session's last episode."""
+    uploads, *choices = adopt_session_runs(root, uploads, live_session)
+    if live_session is None or not live_session.episodes:
+        return gr.update(), uploads, *choices, gr.update()
+    run, episode = live_session.run_name, live_session.episodes[-1].id
+    picked = [*[p for p in picked or [] if p != run], run]
+    return (gr.update(selected="replays"), uploads, gr.update(choices=choices[0]["choices"], value=picked),
+            *choices[1:], episode_key(run, episode))
 
 
 def _export_rows(root, uploads, runs, filter_values):
@@ -179,10 +200,10 @@ def overview(root, uploads, runs, *filter_values):
         rows = replays.filtered_rows(root, known, _filters(known, *filter_values), uploads)
     except replays.VIEW_ERRORS:
         rows = table.episode_table([])
+    components, weights = table.rubric_components(rows)  # v3 runs chart v3's own components
     return (plots.family_bars(table.family_scores(rows)), plots.score_histogram(rows),
             plots.questions_histogram(rows),
-            plots.component_bars(table.component_means(rows, table.COMPONENTS),
-                                 table.COMPONENT_WEIGHTS))
+            plots.component_bars(table.component_means(rows, components), weights))
 
 
 def compare(root, uploads, run_a, run_b):
@@ -196,7 +217,7 @@ def compare(root, uploads, run_a, run_b):
         return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
                 gr.update(choices=[], value=None), *no_pair())
     gap = comparison.largest_gap(comp)
-    return (comparison.comparison_note(comp, run_a, run_b), comp.table.drop(columns=["episode_a", "episode_b"]),
+    return (comparison.comparison_note(comp, run_a, run_b), comp.table[comparison.SHOWN_COLUMNS],
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=gap),
             *(compare_episode(root, uploads, run_a, run_b, gap) if gap else no_pair()))

@@ -12,10 +12,16 @@ import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Termination
+from core.runs.comparison import SHOWN_COLUMNS
+from core.runs.episode_table import TABLE_COLUMNS
+from core.runs.transcripts import MARK_COLUMNS
 from demo.plots import family_legend
 from demo.replays import handlers as h
+from demo.replays.beliefs import show_beliefs
 
 TERMINATIONS = list(Termination.__args__)
+EPISODE_COLUMNS = [c for c in TABLE_COLUMNS if c != "recorded"]
+"""Headers of the episode table before any run is read (never gradio's "1 2 3")."""
 
 
 def _filters() -> list[gr.components.Component]:
@@ -40,7 +46,7 @@ def _episode_view():
         with gr.Column(scale=6):
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
-                                 "never revealed)", interactive=False, wrap=True, max_height=320,
+                                 "never revealed)", interactive=False, wrap=True, max_height=320, headers=MARK_COLUMNS,
                                  column_widths=["22%", "15%", "15%", "14%", "14%", "20%"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
@@ -54,7 +60,8 @@ def _runs_bar() -> SimpleNamespace:
         keep_valid = gr.Checkbox(label="Keep valid episodes when some records are bad", scale=1)
     upload_note, query_note = gr.Markdown(), gr.Markdown()
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
-        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380)
+        runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380, headers=h.RUN_COLUMNS,
+                                  column_widths=["22%", "16%", "7%", "15%", "6%", "9%", "15%", "10%"])
     return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
                            query_note=query_note, runs_table=runs_table)
 
@@ -66,12 +73,17 @@ def _episodes_tab() -> SimpleNamespace:
         csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
         jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
     export = gr.File(label="Download", visible=False, height=60)
-    table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table",
+    # Fixed widths (ids wrap) so the longest id does not push the other columns off-screen; with a
+    # "recorded" column (imported logs) the run column after it sizes itself.
+    table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table", wrap=True,
+                         headers=EPISODE_COLUMNS,
+                         column_widths=["24%", "13%", "8%", "6%", "5%", "8%", "7%", "6%", "10%", "13%"],
                          label="Episodes (click a row to open it; click a header to sort)")
     picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
     view = _episode_view()
+    beliefs = [gr.Markdown(elem_id="belief-note"), gr.Plot(show_label=False, visible=False, elem_id="belief-bars")]
     return SimpleNamespace(filters=filters, count=count, csv_btn=csv_btn, jsonl_btn=jsonl_btn,
-                           export=export, table=table, picker=picker, view=list(view))
+                           export=export, table=table, picker=picker, view=list(view), beliefs=beliefs)
 
 
 def _compare_tab() -> SimpleNamespace:
@@ -80,7 +92,9 @@ def _compare_tab() -> SimpleNamespace:
         run_b = gr.Dropdown([], label="Run b", allow_custom_value=True)
     note = gr.Markdown()
     plot = gr.Plot(show_label=False)
-    table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores")
+    table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores", wrap=True,
+                         headers=SHOWN_COLUMNS,
+                         column_widths=["34%", "18%", "12%", "12%", "12%", "12%"])
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)
     with gr.Row():
@@ -100,8 +114,10 @@ def _overview_tab() -> list[gr.Plot]:
     return [families, scores, questions, components]
 
 
-def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
-    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
+def build(demo: gr.Blocks, replays_dir: str | Path) -> SimpleNamespace:
+    """Lay out the Replays tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events.
+
+    Returns what ``follow_live`` wires to the Live play tab."""
     # The session's uploads are keys into core.runs.uploads.STORE; closing the tab frees them.
     state = [gr.State(str(replays_dir)), gr.State({}, delete_callback=h.release_uploads)]
     top = _runs_bar()
@@ -113,6 +129,17 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> None:
         with gr.Tab("Overview"):
             charts = _overview_tab()
     _wire(demo, state, top, ep, cmp, charts)
+    return SimpleNamespace(state=state, runs=top.runs, run_a=cmp.run_a, run_b=cmp.run_b, picker=ep.picker)
+
+
+def follow_live(tab: gr.Tab, tabs: gr.Tabs, shown: SimpleNamespace, played: SimpleNamespace) -> None:
+    """A page's own Live play runs join its Replays runs when the tab opens or "Open in Replays" is
+    pressed; they live in that page's state, so no other visitor's page lists or opens them."""
+    root, uploads = shown.state
+    pickers = [shown.runs, shown.run_a, shown.run_b]
+    tab.select(h.adopt_session_runs, [root, uploads, played.session], [uploads, *pickers], api_name=False)
+    played.open_replays.click(h.open_session_episode, [root, uploads, played.session, shown.runs],
+                              [tabs, uploads, *pickers, shown.picker], api_name=False)
 
 
 def _wire(demo, state, top, ep, cmp, charts) -> None:
@@ -128,6 +155,7 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
     gr.on(triggers, h.overview, state + selection, charts, api_name="overview")
     ep.table.select(h.pick_row, [ep.table], [ep.picker], api_name=False)
     ep.picker.change(h.show_episode, state + [ep.picker], ep.view, api_name="show_episode")
+    ep.picker.change(show_beliefs, state + [ep.picker], ep.beliefs, api_name="show_beliefs")
     top.upload.upload(h.upload_log, [root, top.upload, top.keep_valid, uploads, top.runs],
                       [uploads, top.upload_note, top.runs, cmp.run_a, cmp.run_b, top.upload],
                       api_name="upload_log")

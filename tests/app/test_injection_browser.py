@@ -105,3 +105,53 @@ def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
     page.get_by_text("local model folder", exact=False).first.wait_for(timeout=WAIT_MS)
     page.wait_for_timeout(1000)
     _assert_inert(page, requests, tmp_path / "live_visitor.png")
+
+
+FIGURE_PAYLOAD = (f'<a href="http://{HOST}/c">Click me</a> <span style="color:rgb(255,0,0)">STYLED</span> '
+                  '<b>bold</b> %{x}')
+"""A name plotly would turn into a link, styled text or a template value if it were not escaped."""
+
+
+def _figure_payload_log(tmp_path) -> Path:
+    """The oracle fixture's first episode whose family and a zero rubric component carry the payload:
+    the breakdown's tick labels and "why 0" lines, the overview's ticks, legends and hover text."""
+    record = json.loads((FIXTURE / "fixture-set" / "oracle" / "episodes.jsonl").read_text().splitlines()[0])
+    record["scenario"]["family"] = FIGURE_PAYLOAD
+    breakdown = record["breakdown"]
+    breakdown["components"][FIGURE_PAYLOAD] = 0.0
+    breakdown["weights"] = {**breakdown["weights"], FIGURE_PAYLOAD: 0.0}
+    out = tmp_path / "figures.jsonl"
+    out.write_text(json.dumps(record) + "\n")
+    return out
+
+
+def _assert_figures_inert(page, requests, shot):
+    _assert_inert(page, requests, shot)
+    assert page.locator(f"svg a, [*|href*='{HOST}']").count() == 0  # plotly draws links as svg <a>
+    assert page.locator("svg [style*='255, 0, 0'], svg [style*='255,0,0']").count() == 0  # no styled text
+    assert page.locator("svg text", has_text="<span style=").count() > 0  # the tags show as text
+
+
+def test_names_in_every_figure_are_text(browser, app_url, tmp_path):
+    page, requests = _watched_page(browser)
+    page.goto(app_url)
+    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
+    page.locator("input[type=file]").first.set_input_files(str(_figure_payload_log(tmp_path)))
+    page.get_by_text("Opened upload:figures.jsonl", exact=False).wait_for(timeout=WAIT_MS)
+    picker = page.get_by_label("Episode", exact=True)
+    picker.click()
+    page.get_by_role("option", name="upload:figures.jsonl", exact=False).first.click()
+    why = page.locator("svg text", has_text="= 0")  # the "why 0" lines
+    why.first.wait_for(timeout=WAIT_MS)
+    _hover_first_bar(page.locator(".js-plotly-plot", has=why))  # hover text of the breakdown bars
+    _assert_figures_inert(page, requests, tmp_path / "breakdown.png")
+    page.get_by_role("tab", name="Overview").click()
+    legend = page.locator(".legendtext", has_text="<span style=")  # a legend entry
+    legend.first.wait_for(timeout=WAIT_MS)
+    _hover_first_bar(page.locator(".js-plotly-plot", has=legend))
+    _assert_figures_inert(page, requests, tmp_path / "overview.png")
+
+
+def _hover_first_bar(plot):
+    plot.locator(".bars path").first.hover(timeout=WAIT_MS, force=True)  # plotly's drag layer takes the mouse
+    plot.locator(".hoverlayer text").first.wait_for(timeout=WAIT_MS)  # the hover label is drawn

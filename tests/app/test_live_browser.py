@@ -111,11 +111,14 @@ def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     page.screenshot(path=tmp_path / "agent_end.png", full_page=True)
     runs = list((root / "replays" / "sessions").glob("live-*/episodes.jsonl"))
     assert runs, "the session's episodes were not written as a run under replays/sessions"
-    href = page.get_by_text("Open in Replays").get_attribute("href")
-    assert href.startswith("?run=sessions%2Flive-")
-    page.goto(url.rstrip("/") + "/" + href)  # the link opens the Replays tab at this episode
+    page.get_by_role("button", name="↗ Open in Replays").click()  # this page's Replays tab, at this episode
     page.get_by_text("policy human").first.wait_for(timeout=WAIT_MS)
     page.screenshot(path=tmp_path / "open_in_replays.png", full_page=True)
+    other = browser.new_page(viewport={"width": 1400, "height": 1000})  # another visitor
+    other.goto(url)
+    other.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
+    other.get_by_label("Runs", exact=True).click()
+    assert other.get_by_role("option", name="sessions/live-", exact=False).count() == 0  # not listed to them
 
 
 @pytest.mark.parametrize("index", [-5, 300])

@@ -11,6 +11,7 @@ from core.runs.comparison import compare_tables
 from demo import plots
 from core.runs.episode_log import read_episodes
 from core.records import Recorded, RewardBreakdown
+from tests.fixtures.figure_text import PAYLOAD, assert_escaped
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "replay_runs" / "fixture-set"
 
@@ -87,3 +88,25 @@ def test_breakdown_overlays_recorded_components():
     fig = plots.breakdown_bars(bd, recorded=rec)
     assert list(fig.data[2].y) == [0.4] and "recorded by published-trace" in fig.data[2].name
     assert len(plots.breakdown_bars(bd).data) == 2
+
+
+def test_every_text_from_data_is_escaped_in_every_replays_figure(frame):
+    rows = frame.assign(run=PAYLOAD, family=PAYLOAD)
+    rows["run"] = pd.Categorical(rows["run"])
+    assert_escaped(plots.family_bars(table.family_scores(rows)))
+    assert_escaped(plots.score_histogram(rows))  # legend entries and hover text
+    assert_escaped(plots.questions_histogram(rows))
+    means = pd.DataFrame({"run": [PAYLOAD, "b"], "component": [PAYLOAD, "FieldMatchRubric"], "mean": [0.5, 0.2]})
+    assert_escaped(plots.component_bars(means, {PAYLOAD: 0.5}))  # hover text names the run through meta
+    bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=True, components={PAYLOAD: 0.0}, weights={PAYLOAD: 1.0})
+    fig = plots.breakdown_bars(bd, recorded=Recorded(source=PAYLOAD, score=0.0, breakdown={PAYLOAD: 0.1}),
+                               reasons={PAYLOAD: PAYLOAD})  # tick labels, "why 0" lines, recorded source
+    assert_escaped(fig)
+    diff = pd.DataFrame({"scenario": [PAYLOAD], "family": [PAYLOAD], "diff": [0.1]})
+    assert_escaped(plots.difference_bars(diff, PAYLOAD, "b"))
+
+
+def test_an_overlong_name_is_cut_in_a_figure_with_its_length():
+    bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=True, components={"x" * 10**6: 0.0}, weights={"x" * 10**6: 1.0})
+    tick = plots.breakdown_bars(bd).data[0].x[0]
+    assert len(tick) < 300 and "of 1,000,000 characters" in tick

@@ -1,7 +1,8 @@
 """Synthetic decision data: triage tickets with a known posterior, order records, access policies.
 
 Every source emits ``rows`` (the labelled ``DecisionRow``): ``triage`` (support tickets with a known
-posterior), ``orders`` (order records as JSON states) and ``access`` (access-policy requests), with
+posterior), ``orders`` (order records as JSON states) and ``access`` (access-policy requests) and ``cued`` (cued clarify requests, one choice question per
+required field), with
 ``nota`` (option shuffling and "none of the above") and ``drills`` (binding drills for the format
 stage). ``dataset`` draws context-grouped partitions (``build_dataset``) and the calibration probe
 (``probe_rows``); ``store`` reads and writes them with a hashed manifest. Build on disk with

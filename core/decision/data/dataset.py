@@ -4,13 +4,17 @@ Each partition draws its own contexts from a ``random.Random`` keyed by (seed, p
 ids from disjoint ranges, so every question about one state lands in exactly one partition and a
 partition never changes when another one's size does. Partitions: ``format`` (the from-scratch
 reading stage), ``warmup`` (the labelled SFT slice), ``rl`` (disjoint rows for the RL, oracle and
-supervised-continuation arms), ``val`` (stop rule), ``test`` (reported numbers).
+supervised-continuation arms), ``val`` (stop rule), ``test`` (reported numbers). The three training
+partitions also hold cued clarify requests (``core.decision.data.cued``), spread among their own
+contexts, which keep their rows and order; ``val`` and ``test`` hold none, so reported numbers
+stay comparable with runs before the cued rows.
 """
 
 import random
 from dataclasses import dataclass, field
 
 from core.decision.data.access import access_rows
+from core.decision.data.cued import CUED_SEED_BLOCKS, cued_contexts, interleave
 from core.decision.data.orders import order_rows
 from core.decision.data.rows import DecisionRow
 from core.decision.data.triage import draw_ticket, ticket_rows
@@ -29,6 +33,8 @@ class DataSpec:
         "format": 14000, "warmup": 2134, "rl": 8000, "val": 400, "test": 2667})
     source_weights: tuple[float, float, float] = (0.5, 0.25, 0.25)
     """Share of triage, orders and access contexts."""
+    cued: dict[str, int] = field(default_factory=lambda: {"format": 3000, "warmup": 600, "rl": 2400})
+    """Cued clarify-request contexts (one per v3 training scenario) added to each training partition."""
 
     def __post_init__(self):
         unknown = set(self.contexts) - set(PARTITIONS)
@@ -36,6 +42,8 @@ class DataSpec:
             raise ValueError(f"unknown partitions {sorted(unknown)}; expected some of {PARTITIONS}")
         if any(n < 0 for n in self.contexts.values()):
             raise ValueError(f"context counts must be >= 0, got {self.contexts}")
+        if set(self.cued) - set(CUED_SEED_BLOCKS) or any(n < 0 for n in self.cued.values()):
+            raise ValueError(f"cued contexts go to {sorted(CUED_SEED_BLOCKS)} only, as counts >= 0; got {self.cued}")
         if len(self.source_weights) != 3 or min(self.source_weights) < 0 or sum(self.source_weights) <= 0:
             raise ValueError(f"source_weights needs three non-negative shares, got {self.source_weights}")
 
@@ -58,11 +66,11 @@ def build_partition(name: str, n_contexts: int, seed: int, spec: DataSpec) -> li
         raise ValueError(f"unknown partition {name!r}; expected one of {PARTITIONS}")
     rng = random.Random(f"decision-data/{seed}/{name}")
     base = (PARTITIONS.index(name) + 1) * ID_STRIDE
-    rows: list[DecisionRow] = []
+    contexts = []
     for i in range(n_contexts):
         source = rng.choices(SOURCES, weights=spec.source_weights)[0]
-        rows.extend(context_rows(source, rng, base + i))
-    return rows
+        contexts.append(context_rows(source, rng, base + i))
+    return interleave(contexts, cued_contexts(name, spec.cued.get(name, 0)))
 
 
 def build_dataset(seed: int, spec: DataSpec) -> dict[str, list[DecisionRow]]:

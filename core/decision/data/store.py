@@ -37,6 +37,8 @@ class Manifest(BaseModel):
     contexts: dict[str, int]
     """Contexts requested per partition."""
     source_weights: list[float]
+    cued: dict[str, int] = {}
+    """Cued clarify-request contexts added per training partition (absent in manifests before them)."""
     probe_per_kind: int
     files: dict[str, FileEntry]
     """File name (e.g. ``test.jsonl``) -> its entry."""

@@ -134,7 +134,7 @@ def test_gate_failure_still_reports_fresh_components():
 
 def test_score_rejects_unknown_version_and_non_mapping_plans():
     with pytest.raises(ValueError, match="unknown rubric version"):
-        score(EASY, None, set(), 0, "v3")
+        score(EASY, None, set(), 0, "v4")  # v3 exists now (tests/core/clarify/test_rubric_v3.py)
     assert score(EASY, ["a", "list"], set(), 0, "v1").total == 0.0
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -52,21 +53,30 @@ def wait_healthy(url: str, proc: subprocess.Popen | None = None, timeout: float 
     raise TimeoutError(f"no server at {url}")
 
 
+@contextmanager
+def server_process(command: list[str], log_path: Path, cwd: Path = ROOT, env: dict | None = None):
+    """``python COMMAND`` serving on a free port (``{port}`` in the command), logging to a file (a
+    pipe nobody reads would fill up); yields its URL, stops it after."""
+    port = free_port()
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, *(a.format(port=port) for a in command)], cwd=cwd, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}", proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    port = free_port()
-    log = (tmp_path_factory.mktemp("serve") / "server.log").open("w")  # a pipe nobody reads would fill up
-    proc = subprocess.Popen([sys.executable, "-m", "core.clarify.serve", "--rubric", "v1", "--port", str(port),
-                             "--max-sessions", "40"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        # the server logs nothing but its banner: no tracebacks, no warnings
-        assert Path(log.name).read_text().splitlines()[1:] == []
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    with server_process(["-m", "core.clarify.serve", "--rubric", "v1", "--port", "{port}", "--max-sessions", "40"],
+                        log) as served_url:
+        yield served_url
+    # the server logs nothing but its banner: no tracebacks, no warnings
+    assert log.read_text().splitlines()[1:] == []
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +132,7 @@ def test_call_tool_results_rewards_and_termination(client):
     step = client.step(CallToolAction(tool_name="propose_plan", arguments={"plan": "[1]"}))
     assert step.done and step.reward == 0.0
     assert step.observation.result["data"]["parse_error"].startswith("plan must be a JSON object")
-    assert client.call_tool("get_task_info") == {"error": ENDED}
+    assert client.call_tool("get_task_info") == {"error": ENDED, "episode_done": True}  # the published after-end reply
     episode = served_episode(client)
     assert episode.termination == "plan" and episode.scenario == scenario and len(episode.turns) == 5
 
@@ -272,7 +282,7 @@ def test_small_server_scores_with_v2(small_url):
 
 def test_message_cap_and_rubric_are_checked_when_built():
     with pytest.raises(ValueError, match="rubric"):
-        create_service_app("v3")
+        create_service_app("v4")
     with pytest.raises(ValueError, match="max_sessions"):
         create_service_app("v1", max_sessions=0)
     with pytest.raises(ValueError, match="max_message_bytes"):
@@ -288,3 +298,76 @@ def test_eval_cli_with_env_url_writes_the_in_process_run(url, tmp_path, capsys):
     assert read_run(tmp_path / "served") == local
     assert eval_main([*args, "--env-url", url, "--rubric", "v2", "--out", str(tmp_path / "v2")]) == 2
     assert "scores with rubric v1, not v2" in capsys.readouterr().err
+
+
+class Wordy:
+    """A test double that writes like a model: the oracle's calls, each wrapped in prose and a
+    <tool_call> block, with a parse note; only the call goes over the wire."""
+
+    name = "wordy"
+
+    def play(self, env, rng):
+        make_policy("oracle").play(_WordyEnv(env), rng)
+
+
+class _WordyEnv:
+    def __init__(self, env):
+        self._env = env
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def step(self, call, raw="", parse_error=None):
+        text = f'Let me see.\n<tool_call>{{"name": "{call.name}", "arguments": {json.dumps(call.arguments)}}}</tool_call>'
+        return self._env.step(call, text, "text after the call ignored")
+
+
+def test_served_episodes_keep_the_policys_own_raw_text(url):
+    from core.runs.eval import run_eval
+
+    served = run_eval(Wordy(), PUBLISHED_50[:4], env_url=url)
+    assert served == run_eval(Wordy(), PUBLISHED_50[:4])
+    turns = [t for e in served for t in e.turns]
+    assert all(t.raw.startswith("Let me see.\n<tool_call>") and t.parse_error for t in turns)
+
+
+def test_http_reset_with_a_bad_field_is_a_422_naming_it(url):
+    unknown = httpx.post(f"{url}/reset", json={"difficulty": "easy"}, timeout=30)
+    assert unknown.status_code == 422 and "unexpected ['difficulty']" in unknown.json()["detail"]
+    huge = httpx.post(f"{url}/reset", content='{"task_id": "easy", "seed": ' + "9" * 4000 + "}",
+                      headers={"content-type": "application/json"}, timeout=30)
+    assert huge.status_code == 422 and "seed" in huge.text
+    fine = httpx.post(f"{url}/reset", json={"task_id": "easy", "seed": 3}, timeout=30)
+    assert fine.status_code == 200 and fine.json()["observation"]["result"]["type"] == "task"
+
+
+REAP_DEADLINE_S = 60.0
+"""The reaper looks every max(timeout / 4, 5) s; a loaded machine may take several rounds."""
+
+
+def test_a_reaped_session_is_refused_and_the_cap_holds():
+    import uvicorn
+    from websockets.sync.client import connect as ws_connect
+
+    port = free_port()
+    server = uvicorn.Server(server_config(create_service_app("v1", max_sessions=1, session_timeout_s=1.0),
+                                          "127.0.0.1", port))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base)
+        with ws_connect(base.replace("http", "ws") + "/ws") as idle:
+            idle.send(json.dumps({"type": "reset", "data": {"task_id": "easy", "seed": 1}}))
+            assert json.loads(idle.recv(timeout=30))["type"] == "observation"
+            deadline = time.monotonic() + REAP_DEADLINE_S
+            while not _reset_works(base):  # refused (cap 1) until the reaper frees the idle session
+                assert time.monotonic() < deadline, "the idle session was never reaped"
+            idle.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "get_task_info",
+                                                           "arguments": {}}}))
+            answer = json.loads(idle.recv(timeout=30))
+        assert answer["type"] == "error" and "closed by the server" in answer["data"]["message"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+

@@ -7,7 +7,7 @@ import pytest
 from core.clarify.environment import ENDED, ClarifyEnv
 from core.clarify.policies import act, make_policy
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario, load_scenarios
-from core.clarify.service import NO_EPISODE, ClarifySession, resolve_scenario
+from core.clarify.service import NO_EPISODE, ClarifySession, own_result, published_result, resolve_scenario
 
 
 @pytest.mark.parametrize("task_id, seed, expected", [
@@ -74,3 +74,24 @@ def test_a_second_reset_starts_a_fresh_episode():
     assert not session.done and session.steps == 0 and session.episodes_started == 2
     assert info["scenario_id"] == generate_scenario(2, "easy").id and info["rubric"] == "v2"
     assert info["task_info"]["questions_remaining"] == 6
+
+
+def test_reset_answers_the_published_fields_and_seeds_are_bounded():
+    info = ClarifySession("v1").reset("hard", 10_002)
+    s = generate_scenario(10_002, "hard")
+    assert {k: info[k] for k in ("type", "request", "task_id", "task_title", "family", "max_steps")} == {
+        "type": "task", "request": s.request, "task_id": "hard", "task_title": s.title, "family": s.family,
+        "max_steps": s.max_steps}
+    with pytest.raises(ValueError, match=r"at most 2\*\*63 - 1.*integer of 13288 bits"):
+        resolve_scenario("easy", int("9" * 4000))
+    assert resolve_scenario("easy", 2**63 - 1).seed == 2**63 - 1
+
+
+def test_published_extras_sit_beside_the_result_and_come_off_again():
+    session = ClarifySession("v1")
+    session.reset("easy", 3)
+    for name, arguments in [("get_task_info", {}), ("propose_plan", {"plan": "{}"}), ("ask_question", {"question": "?"})]:
+        result, _, _ = session.call(name, arguments)
+        wire = published_result(name, result, session.env.scenario)
+        assert own_result(name, wire) == result and set(result) < set(wire)
+    assert wire == {"error": ENDED, "episode_done": True}

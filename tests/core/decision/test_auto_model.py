@@ -68,3 +68,26 @@ def test_importing_core_decision_after_transformers_registers_our_exports(export
                           cwd=str(Path(__file__).resolve().parents[3]))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "LetterReadoutForDecision"
+
+
+PLAIN_PIPELINE = """
+import sys, transformers
+pipe = transformers.pipeline("decision", model=sys.argv[1])
+pipe({"state": "Card charged twice.", "questions": {"page": {"type": "noul", "instructions": "Page now?"}}})
+"""
+
+
+@pytest.mark.slow
+def test_a_plain_pipeline_without_our_import_refuses_saying_what_to_import(export_dir):
+    import os
+    import subprocess
+    import sys
+
+    from core.decision.export import GUARD_TEMPLATE
+
+    assert (export_dir / GUARD_TEMPLATE).is_file()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", PLAIN_PIPELINE, str(export_dir)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode != 0
+    assert "`import core.decision.auto_model`" in done.stderr and "rlcd-decision-only-v1" in done.stderr

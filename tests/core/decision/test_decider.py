@@ -199,3 +199,25 @@ def test_a_cut_question_keeps_the_end_of_its_text_and_all_options(make_decider):
     text = decider.tokenizer.decode(req.suffixes[0])
     assert len(req.suffixes[0]) <= 40 and "login outage?" in text and "A) billing\nB) security" in text
     assert req.truncations[0].question_tokens_removed == len(encode(decider.tokenizer, render_suffix(q.text, q.options))) - len(req.suffixes[0])
+
+
+def test_a_part_that_cannot_fit_is_refused_before_tokenizing(make_decider, monkeypatch):
+    import core.decision.decider as decider_module
+
+    decider = make_decider()
+    per = decider.max_token_chars
+    assert per == max(len(t) for t in decider.tokenizer.get_vocab())
+    seen: list[int] = []
+    real = decider_module.encode
+    monkeypatch.setattr(decider_module, "encode", lambda tok, text: seen.append(len(text)) or real(tok, text))
+    huge = "billing " * (1536 * per // 8 + 10_000)
+    with pytest.raises(RequestTooLong, match=f"the state is {len(huge.strip()):,} characters, more than 1536 tokens "
+                                             f"can hold \\({1536 * per:,}: {per} characters"):
+        decider.decide(huge, [Noul("Is it urgent?")])
+    assert max(seen, default=0) < 1000  # only the seam probe's short texts were tokenized
+    long_q = Choice("which " * 20_000 + "team?", ["billing", "security"], qid="long")
+    with pytest.raises(RequestTooLong, match="question 'long' is 120,020 characters"):
+        decider.decide("short state", [long_q])
+    small = " ".join(["customer billing outage"] * 30)  # small parts keep the exact token count
+    with pytest.raises(RequestTooLong, match="the state is \\d+ tokens, limit 40"):
+        make_decider(limits=Limits(max_state_tokens=40)).decide(small, [Noul("Is it urgent?")])

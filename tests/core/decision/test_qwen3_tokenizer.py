@@ -71,3 +71,49 @@ def test_answers_do_not_depend_on_the_other_questions(qwen_decider):
     together = qwen_decider.decide(STATE, QS, path="packed")[1].probs
     assert max(abs(alone[k] - together[k]) for k in alone) <= 1e-5
     assert torch.isfinite(torch.tensor(list(alone.values()))).all()
+
+
+TOKENIZER_CLASSES_457 = {"PreTrainedTokenizerFast", "Qwen2Tokenizer", "Qwen2TokenizerFast", "GPT2Tokenizer",
+                         "GPT2TokenizerFast"}
+"""Tokenizer classes transformers 4.57 has among those our exports name (5.x's TokenizersBackend is not one)."""
+
+
+def parse_as_transformers_457(cfg: dict) -> list[str]:
+    """What transformers 4.57's tokenizer loading does with a tokenizer_config.json, as far as our
+    exports' keys go; returns the special tokens it registers beyond bos/eos/pad/unk.
+
+    4.57 (tokenization_utils_base) pops ``tokenizer_class`` to pick a class it must have, reads
+    ``extra_special_tokens`` as a dict of *named* tokens (``.keys()``, then every value a str or an
+    AddedToken), and reads the plain list of extra special tokens under ``additional_special_tokens``.
+    """
+    if cfg.get("tokenizer_class") not in TOKENIZER_CLASSES_457:
+        raise ValueError(f"Tokenizer class {cfg.get('tokenizer_class')} does not exist or is not currently imported.")
+    named = cfg.get("extra_special_tokens", {})
+    keys = list(named.keys())  # a list here is 4.57's "'list' object has no attribute 'keys'"
+    for key in keys:
+        if not isinstance(named[key], (str, dict)):
+            raise TypeError(f"Special token {key} has to be either str or AddedToken but got: {type(named[key])}")
+    listed = cfg.get("additional_special_tokens", [])
+    if not isinstance(listed, list) or not all(isinstance(t, (str, dict)) for t in listed):
+        raise TypeError(f"additional_special_tokens must be a list of tokens, got {listed!r:.80}")
+    return [t if isinstance(t, str) else t["content"] for t in listed] + [named[k] for k in keys]
+
+
+def test_a_qwen3_export_parses_under_transformers_457_and_loads_the_same_here(qwen_decider, qwen_tok, tmp_path):
+    import json
+
+    from transformers import AutoTokenizer
+
+    qwen_tok.save_pretrained(tmp_path / "as-5x")  # what transformers 5 writes: refused by 4.57
+    with pytest.raises(AttributeError, match="'list' object has no attribute 'keys'"):
+        parse_as_transformers_457(json.loads((tmp_path / "as-5x" / "tokenizer_config.json").read_text()))
+    root = export_decision(tmp_path / "q", qwen_decider.body, qwen_decider.rows, qwen_tok,
+                           base_model="random Qwen3 (hidden 32)", training={"recipe": "none"})
+    cfg = json.loads((root / "tokenizer_config.json").read_text())
+    assert parse_as_transformers_457(cfg) == list(qwen_tok.extra_special_tokens) and "<|im_start|>" in cfg[
+        "additional_special_tokens"]
+    again = AutoTokenizer.from_pretrained(root)  # and transformers 5 reads the same tokenizer back
+    assert again.extra_special_tokens == qwen_tok.extra_special_tokens
+    assert again.all_special_tokens == qwen_tok.all_special_tokens
+    text = "<|im_start|>user\nTicket 77: pods crash looping <|vision_pad|> Zoë<|im_end|>"
+    assert again(text)["input_ids"] == qwen_tok(text)["input_ids"]

@@ -1,12 +1,15 @@
 """``python -m core.decision.serve`` (transformers' serving machinery) answers as our local Decider."""
 
+import time
+from pathlib import Path
+
 import pytest
 import torch
 
 from core.decision import system_one
 from core.decision.endpoint import EndpointError, SystemOneEndpoint
 from core.decision.export import load_decider
-from tests.fixtures.served_export import served
+from tests.fixtures.served_export import served, served_process
 from tests.fixtures.tiny_decision import export_tiny
 
 REQUEST = {"state": {"ticket": "Card charged twice, refund missing.", "customer": "Zoë"}, "questions": {
@@ -37,3 +40,31 @@ def test_served_export_answers_with_the_local_deciders_probabilities(tmp_path):
     # the server tokenizes one prompt per question, so the prefix counts once per question there
     n = len(REQUEST["questions"])
     assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"] + (n - 1) * local["usage"]["prefix_tokens"]
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+@pytest.mark.slow
+def test_huge_requests_are_refused_fast_without_memory_growth(tmp_path):
+    import httpx
+
+    if not Path("/proc/self/status").is_file():
+        pytest.skip("needs /proc to read the server's memory")
+    export = export_tiny(tmp_path / "tiny-b")
+    question = {"page": {"type": "noul", "instructions": "Page someone now?"}}
+    with served_process(export) as (url, proc):
+        SystemOneEndpoint(url, timeout=60).score({"state": "warm up", "questions": question})
+        before = _rss_bytes(proc.pid)
+        start = time.monotonic()
+        huge = httpx.post(url, json={"state": "x" * 20_000_000, "questions": question}, timeout=60)
+        assert huge.status_code == 413 and "1,048,576 bytes" in huge.json()["detail"]
+        # under the body cap but far over the token limit: refused before tokenizing, limit named
+        big = httpx.post(url, json={"state": "word " * 180_000, "questions": question}, timeout=60)
+        elapsed = time.monotonic() - start
+        assert big.status_code == 400 and "more than 1536 tokens can hold" in big.text
+        assert elapsed < 10.0 and _rss_bytes(proc.pid) - before < 400 * 2**20

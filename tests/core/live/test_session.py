@@ -3,6 +3,7 @@
 import copy
 import json
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -16,7 +17,7 @@ from core.live.turns import model_turns
 from core.models.cache import ModelCache
 from core.models.entries import local_entry
 from core.runs.episode_log import read_episodes
-from core.runs.replays import discover_runs
+from core.runs.replays import discover_runs, load_run
 from tests.fixtures.tiny_chat import build_tiny_chat
 from tests.fixtures.waiting import wait_for_threads_to_end
 
@@ -94,8 +95,9 @@ def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):
     assert log == tmp_path / session.run_name / "episodes.jsonl"
     assert read_episodes(log).episodes[0].policy == "human"
     assert json.loads((log.parent / "summary.json").read_text())["n"] == 1
-    listed = {run.name: run for run in discover_runs(tmp_path)}  # what the Replays tab lists
-    assert listed[session.run_name].n == 1 and listed[session.run_name].policy == "live session"
+    assert session.run_name not in {run.name for run in discover_runs(tmp_path)}  # listed to no other page
+    assert session.owned_runs == (session.run_name,)  # only this page's Replays tab lists it
+    assert load_run(tmp_path, session.run_name, owned=True).table["run"].tolist() == [session.run_name]
     with pytest.raises(LiveError, match="has ended"):
         agent_move(session, "ask_question", "more?")
 
@@ -119,6 +121,27 @@ def test_next_episode_keeps_the_session_run(tmp_path):
     assert ids == [f"{SCENARIO.id}#0", f"{SCENARIO.id}#1"]  # same scenario twice: distinct ids
     other = start("agent", SCENARIO, "v2", previous=second)  # another rubric: another run
     assert other.session_id != second.session_id and other.episodes == []
+    assert other.owned_runs == (second.run_name,)  # the page still owns the first rubric's run
+    third = agent_move(other, "propose_plan", "{}")
+    again = start("agent", SCENARIO, "v2", previous=third)
+    assert again.owned_runs == (second.run_name, third.run_name)  # each run once
+
+
+def test_a_huge_plan_is_refused_at_once_and_writes_nothing(tmp_path):
+    session = start("agent", SCENARIO)
+    plan = json.dumps({"notes": "x" * 5_000_000})
+    started = time.perf_counter()
+    with pytest.raises(LiveError, match=r"plans are limited to 2,000 characters \(yours has 5,000,013\)"):
+        agent_move(session, "propose_plan", plan)
+    assert time.perf_counter() - started < 1.0
+    assert not session.done and not session.episodes and not list(tmp_path.iterdir())
+    assert agent_move(session, "propose_plan", json.dumps({"notes": "x" * 1_900})).done  # under the bound
+
+
+@pytest.mark.parametrize("text", [7, None, ["{}"]])  # what an API caller may send instead of text
+def test_a_move_that_is_not_text_is_refused(text):
+    with pytest.raises(LiveError, match="takes text, got"):
+        agent_move(start("agent", SCENARIO), "propose_plan", text)
 
 
 def test_watch_mode_plays_to_the_end_with_a_scripted_model(tiny):
@@ -188,10 +211,12 @@ def test_overlong_visitor_text_is_refused_with_the_reason(tiny):
     texts = [call("ask_question", question=revealing_question(list(SCENARIO.hidden_profile)[0],
                                                               tuple(SCENARIO.hidden_profile), "v1"))]
     session = play(start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
-    with pytest.raises(LiveError, match=r"limited to 200 characters \(yours has 100000\).*1,024-token context"):
+    with pytest.raises(LiveError, match=r"limited to 80 characters \(yours has 100000\).*tool-call format"):
         answer_question(session, "x" * 100_000)
+    with pytest.raises(LiveError, match=r"limited to 80 characters \(yours has 81\)"):
+        answer_question(session, "x" * 81)  # refused, never cut
     assert session.pending is not None  # the question still waits; a short answer goes through
-    assert answer_question(session, "x" * MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 200
+    assert answer_question(session, "x" * MAX_ANSWER_CHARS).env.turns[-1].result["answer"] == "x" * 80
     with pytest.raises(LiveError, match="questions are limited to 300"):
         agent_move(start("agent", SCENARIO), "ask_question", "why? " * 1000)
 

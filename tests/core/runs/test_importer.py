@@ -143,3 +143,16 @@ def test_unknown_scenario_id_trace_has_no_contradictions():
     assert "difficulty not in the trace" in header and "medium" not in header
     assert "/0 fields" not in header and "hidden profile not in the trace" in header
     assert header.count("custom") == 1 and "seedNone" not in header
+
+
+def test_a_trace_without_turns_claims_no_ending_and_no_gate():
+    from core.runs.transcripts import chat_messages, episode_header
+
+    item = dict(_traces()[0])
+    item.update(scenario_id="custom_ticket_7", final_score=0.0, score_breakdown={}, messages=[])
+    episode = episodes.convert_trace(item)
+    header = episode_header(episode, "upload:x")
+    assert episode.termination == "running" and not episode.breakdown.gate_passed
+    assert "not ended in the log (it holds no agent turn)" in header and "max_steps" not in header
+    assert "gate ✓" not in header
+    assert chat_messages(episode)[-1]["content"].startswith("**Not ended in the log (it holds no agent turn)**")

@@ -11,9 +11,11 @@ from core.records import Episode
 from core.runs import episode_table as table
 from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
 from core.runs.episode_table import Filters
+from core.runs.episode_table import filter_table
 from core.runs.replays import (REPLAYED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
-                               discover_runs, find_episode, get_run, load_upload, regenerate, resolve_run, runs_table,
-                               upload_name)
+                               discover_runs, find_episode, get_run, known_runs, load_upload, regenerate, resolve_run,
+                               runs_table, upload_name, upload_note)
+from core.runs.session_runs import OWNED
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -275,3 +277,94 @@ def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
 ])
 def test_companion_run(names, run, expected):
     assert companion_run(names, run) == expected
+
+
+def test_a_live_session_run_is_listed_to_no_one_and_opens_only_for_its_page(root):
+    name = "sessions/live-0123456789ab-v1"
+    shutil.copytree(root / ORACLE, root / name)
+    assert name not in {r.name for r in discover_runs(root)}  # never in the picker or the runs table
+    for uploads in (None, {}, {"upload:x.jsonl": "other:key"}):  # another page: reads as no run at all
+        with pytest.raises(RunNotFound, match=f"^no run named '{name}'$"):
+            get_run(root, name, uploads)
+        with pytest.raises(RunNotFound, match="no run named"):
+            find_episode(root, name, "seed0_event_planning_easy#0", uploads)
+    mine = {name: OWNED}
+    assert len(get_run(root, name, mine)) == 6 and known_runs(root, [name], mine) == ([name], [])
+    shutil.rmtree(root / name)  # dropped to keep the disk bounded: the owner is told why
+    with pytest.raises(RunNotFound, match="deleted to keep the server's disk bounded"):
+        get_run(root, name, mine)
+
+
+def _edited(change) -> str:
+    """The oracle fixture's first line with ``change(record)`` applied."""
+    record = json.loads(_good_lines()[0])
+    change(record)
+    return json.dumps(record)
+
+
+def _plan_turn(record: dict) -> dict:
+    return next(t for t in record["turns"] if t["call"] and t["call"]["name"] == "propose_plan")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.update(score=float("nan")), "field score: .*finite number in \\[0, 1\\], got nan"),     # NaN
+    (lambda r: r.update(score=float("inf")), "field score: .*got inf"),                                 # Infinity
+    (lambda r: r.update(score=-0.5), "field score: .*got -0.5"),                                         # negative score
+    (lambda r: r.update(questions_asked=-3), "field questions_asked: .*greater than or equal to 0"),      # negative count
+    (lambda r: r.update(sample=-1), "field sample: .*greater than or equal to 0"),                       # negative sample
+    (lambda r: r["breakdown"]["components"].update(InfoGainRubric=7), "field breakdown.components.InfoGainRubric"),
+    (lambda r: _plan_turn(r)["result"].update(score="high"), "field turns.2.result: .*score must be a finite number, got 'high'"),
+])
+def test_an_upload_is_validated_once_naming_the_line_and_field(tmp_path, change, message):
+    lines = _good_lines()
+    lines[1] = _edited(change)
+    path = _write(tmp_path / "edited.jsonl", ("\n".join(lines) + "\n").encode())
+    with pytest.raises(EpisodeLogError, match="edited.jsonl line 2: " + message):
+        load_upload(path)
+    run = load_upload(path, keep_valid=True)  # keep-valid keeps the other five and names the bad one
+    assert len(run) == 5 and len(run.problems) == 1 and "line 2" in run.problems[0]
+
+
+def test_repeated_episode_ids_are_renumbered_with_a_note(tmp_path):
+    first = _good_lines()[0]
+    path = _write(tmp_path / "twice.jsonl", (first + "\n" + first + "\n" + first + "\n").encode())
+    run = load_upload(path)
+    ids = [run.episode(i).id for i in range(3)]
+    base = ids[0].rsplit("#", 1)[0]
+    assert ids == [f"{base}#0", f"{base}#1", f"{base}#2"] and len(run.index) == 3  # each id opens its own
+    assert run.notes == (f"2 repeated episode id(s) renumbered so each opens its own episode "
+                         f"(first: {base}#0 → {base}#1)",)
+    assert "renumbered" in upload_note(run)
+
+
+def test_component_names_that_match_table_columns_stay_out_of_the_columns(tmp_path):
+    def rename(record):
+        record["breakdown"]["components"].update(run=0.5, score=0.25, episode=0.0, family=1.0)
+    path = _write(tmp_path / "columns.jsonl", (_edited(rename) + "\n").encode())
+    run = load_upload(path)
+    row = run.table.iloc[0]
+    assert row["run"] == "upload:columns.jsonl" and row["episode"] == run.episode(0).id
+    assert row["score"] == run.episode(0).score and row["family"] == run.episode(0).scenario.family
+    assert not filter_table(run.table, Filters(runs=(run.name,))).empty  # the episode stays visible
+
+
+@pytest.mark.parametrize("value, written", [
+    ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),  # a formula
+    ("+1+1", "'+1+1"),                                           # plus
+    ("-2+3", "'-2+3"),                                           # minus
+    ("@SUM(A1)", "'@SUM(A1)"),                                   # at
+    ("\tcmd", "'\tcmd"),                                         # a tab (OWASP's list)
+    ("seed1_event_planning_easy#0", "seed1_event_planning_easy#0"),  # an ordinary id
+    (-0.5, -0.5),                                                # numbers stay numbers
+])
+def test_csv_cells_that_start_like_a_formula_are_prefixed(value, written):
+    assert table.csv_cell(value) == written
+
+
+def test_the_exported_csv_writes_no_formula(tmp_path):
+    import csv
+
+    frame = table.episode_table([{**table.record_row("=cmd|' /C calc'!A0", json.loads(_good_lines()[0]))}])
+    out = table.export_csv(table.display_frame(frame), tmp_path)
+    rows = list(csv.DictReader(out.open()))
+    assert rows[0]["run"] == "'=cmd|' /C calc'!A0" and float(rows[0]["score"]) == round(frame["score"].iloc[0], 3)

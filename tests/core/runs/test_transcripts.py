@@ -129,3 +129,25 @@ def test_code_and_fence_cannot_be_closed_from_inside():
     assert code("a`b") == "``a`b``" and code("`x") == "`` `x ``"
     block = fenced("x\n```\n<img src=y>")
     assert block.startswith("````\n") and block.endswith("\n````")
+
+
+@pytest.mark.parametrize("text, out", [
+    ("<a href=x>y</a>", "&lt;a href=x&gt;y&lt;/a&gt;"),        # a tag plotly would draw as a link
+    ("50% %{x}", "50&#37; &#37;{x}"),                         # a template value plotly would substitute
+    ("a & b", "a &amp; b"),                                   # an entity stays literal
+    ("FieldMatch", "FieldMatch"),                             # plain names are untouched
+])
+def test_plot_text_table(text, out):
+    from core.runs.transcripts import plot_text
+
+    assert plot_text(text) == out
+
+
+def test_an_overlong_field_is_cut_for_display_with_its_full_length():
+    from core.runs.transcripts import SHOWN_CHARS, code, fenced, inert, shown
+
+    word = "x" * 1_000_000  # one 1 MB word: the browser took 218 s to lay it out
+    for render in (shown, inert, code, fenced):
+        out = render(word)
+        assert len(out) < SHOWN_CHARS + 100 and "the first 10,000 of 1,000,000 characters" in out
+    assert shown("short") == "short"

@@ -154,6 +154,7 @@ def test_calibrate_on_an_upload_two_models_and_temperature(models_dir, tmp_path)
     assert {t.name.split(" (")[0] for t in selective.data} == {"tiny-a", "tiny-b"}
     assert ref_note["visible"] and "post-hoc reference" in ref_note["value"]
     assert ref_table["visible"] and any("post-hoc" in c for c in ref_table["value"].columns)
+    assert "tiny-a: " in note and "tiny-b: " in note and "states" in note  # each model's out-of-distribution note
 
 
 @pytest.mark.parametrize("text, message", [

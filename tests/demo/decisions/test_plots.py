@@ -7,6 +7,8 @@ from core.decision import Choice
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import PUBLISHED_PROBE, model_report, probe_summary
 from demo.decisions.plots import answer_figure, empty_figure, probe_figure, reliability_figure, selective_figure
+from core.decision.evaluation.reports import PUBLISHED_PROBE, model_report, probe_summary
+from tests.fixtures.figure_text import PAYLOAD, assert_escaped
 
 A = {"q1": {"type": "choice", "choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
      "q2": {"type": "noul", "noul": 0.52}}
@@ -72,3 +74,12 @@ def test_selective_curve_names_aurc_and_probe_bars_show_ideals():
     assert list(fig.data[1].y) == [1.0, 0.5, 0.9]
     assert "(ideal 0.50)" in fig.layout.xaxis.ticktext[1]
     assert {t.name for t in fig.data[2:]} == {f"published {a}" for a in PUBLISHED_PROBE}
+
+
+def test_model_names_option_keys_and_questions_are_escaped_in_every_figure():
+    answers = {PAYLOAD: {"q1": {"type": "choice", "choice": PAYLOAD, "probabilities": {PAYLOAD: 0.7, "SEC": 0.3}}}}
+    assert_escaped(answer_figure({"q1": PAYLOAD}, answers))  # legend, hover, option keys, subplot titles
+    report, items, probs = _report(PAYLOAD, 0)
+    assert_escaped(reliability_figure([report]))  # legend entries of the model
+    assert_escaped(selective_figure([report]))
+    assert_escaped(probe_figure([probe_summary(PAYLOAD, items, probs)]))

@@ -55,7 +55,7 @@ def test_watch_episode_streams_and_ends_with_score_breakdown_link_and_download(m
     assert final["breakdown"] is not None and "FieldMatch" in json.dumps(final["breakdown"].to_dict())
     assert list(final["marks"]["field"])  # the hidden profile vs plan table
     run = final["session"].run_name
-    assert f"run={run.replace('/', '%2F')}" in final["link"] and "Open in Replays" in final["link"]
+    assert f"<code>{run}</code>" in final["link"] and "private to this page" in final["link"]
     log = Path(final["download"])
     assert log.is_relative_to(tmp_path) and read_episodes(log).episodes[0].id == final["session"].episodes[-1].id
 

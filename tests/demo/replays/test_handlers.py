@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
+from core.runs import transcripts
 from demo.replays import handlers as h
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -200,3 +201,40 @@ def test_unknown_runs_are_reported_not_raised(root, runs):
     assert all(bool(f.data) == bool(real) for f in figs)
     with pytest.raises(gr.Error, match="Nothing exported: .*Remove it from Runs"):
         h.export_table(root, {}, runs, *NO_FILTERS)
+
+
+def _played(root):
+    """A finished live episode of this page, saved as its run (what the Live tab's end panel does)."""
+    from core.clarify.scenarios import generate_scenario
+    from core.live import session as live
+
+    session = live.agent_move(live.start("agent", generate_scenario(0, "easy")), "propose_plan", "{}")
+    live.save_run(session, root)
+    return session
+
+
+def test_a_pages_live_runs_are_listed_and_opened_only_on_that_page(root):
+    session = _played(root)
+    run, key = session.run_name, h.episode_key(session.run_name, session.episodes[-1].id)
+    for uploads in ({}, {"upload:x.jsonl": "other:key"}):  # another visitor's page
+        assert run not in h.on_load(root, request())[1]["choices"]
+        assert run not in h.on_load(root, request(run=run))[1]["choices"]
+        header, chat, *_ = h.show_episode(root, uploads, key)
+        assert header == f"⚠ no run named {transcripts.inert(repr(run))}" and chat == []
+        assert h.filter_episodes(root, uploads, [run], *NO_FILTERS)[0]["run"].tolist() == []
+    uploads, runs, run_a, _ = h.adopt_session_runs(root, {}, session)  # the Replays tab opened on this page
+    assert run in runs["choices"] and run in run_a["choices"]
+    header, chat, *_ = h.show_episode(root, uploads, key)
+    assert "policy `human`" in header and chat
+    tabs, uploads, runs, *_, picked = h.open_session_episode(root, {}, session, [ORACLE])  # "Open in Replays"
+    assert tabs["selected"] == "replays" and runs["value"] == [ORACLE, run] and picked == key
+    assert h.adopt_session_runs(root, {}, None)[0] == {}  # no live play yet: nothing to adopt
+
+
+def test_an_upload_keeps_the_pages_live_runs(root, tmp_path):
+    session = _played(root)
+    uploads, *_ = h.adopt_session_runs(root, {}, session)
+    log = tmp_path / "mine.jsonl"
+    shutil.copy(FIXTURES / "replay_runs" / ORACLE / "episodes.jsonl", log)
+    uploads, *_ = h.upload_log(root, str(log), False, uploads, [])
+    assert set(uploads) == {session.run_name, "upload:mine.jsonl"}

@@ -13,7 +13,8 @@ from core.decision.data.triage import (
     DEPARTMENT_CUES, DEPARTMENTS, PRIORITIES, PRIORITY_CUES, Q_PAGE, draw_ticket, ticket_rows,
 )
 
-SMALL = DataSpec(contexts={"format": 30, "warmup": 20, "rl": 20, "val": 10, "test": 20})
+SMALL = DataSpec(contexts={"format": 30, "warmup": 20, "rl": 20, "val": 10, "test": 20}, cued={})
+"""Three sources only: the cued rows have their own tests (test_cued.py)."""
 
 
 def test_cue_tables_have_the_published_shape():
@@ -156,7 +157,7 @@ def test_partition_does_not_depend_on_other_sizes():
 
 
 def test_every_primitive_sees_several_sources():
-    rows = build_partition("format", 300, 0, DataSpec())
+    rows = build_partition("format", 300, 0, DataSpec(cued={}))  # the three ticket-like sources
     for kind in ("choice", "score", "noul"):
         assert {r.source for r in rows if r.kind == kind} == {"triage", "orders", "access"}
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from core.decision.evaluation.familiarity import THRESHOLD, familiarity, warning
+from core.decision.evaluation.familiarity import NO_SIGNAL, THRESHOLD, familiarity, set_note, warning
 
 ROOT = Path(__file__).parents[4]
 SHIPPED_TOKENIZER = ROOT / "checkpoints" / "decision-rlcd" / "tokenizer.json"
@@ -26,14 +26,40 @@ class WordTokenizer:
     (("the card payment was declined",), 0.0, False),          # every word known
     (("The card payment bounced",), 0.25, True),                # "bounced" unknown; "The" known lower-cased
     (("Ticket 42: ###",), 0.0, False),                          # numbers and symbols are not words
-    (("",), 0.0, False),                                        # nothing to judge: no warning
+    (("",), 0.0, True),                                         # no words at all: unlike every worded training state
+    (("🙂 🙂 42 %%",), 0.0, True),                              # emoji and digits only: the same
     (("the card", "was refunded twice"), 0.4, True),            # questions count with the state
 ])
 def test_rate_table(texts, rate, fires):
     tok = WordTokenizer({"the", "card", "payment", "was", "declined", "Ticket"})
-    found = familiarity(tok, *texts)
+    found = familiarity(tok, *texts, known_pairs=None)  # words only here; pairs below
     assert found.rate == pytest.approx(rate) and found.out_of_distribution is fires
     assert ("Out of distribution" in warning(found, "m")) is fires
+
+
+KNOWN = ("the", "card", "payment", "was", "declined", "servers", "invite", "teammate")
+
+
+@pytest.mark.parametrize("text, pair_rate, fires, why", [
+    ("the card payment was declined", 0.0, False, ""),                      # every pair seen in training
+    ("payment the declined card was", 1.0, True, "word pairs"),             # known words, never in this order
+    ("the servers invite the teammate", 0.75, True, "servers invite"),      # three of four pairs are new
+    ("the card payment was declined the servers", 1 / 6, True, "the servers"),  # one new pair in six: over 0.15
+])
+def test_known_words_in_an_unknown_order_fire(text, pair_rate, fires, why):
+    pairs = {("the", "card"), ("card", "payment"), ("payment", "was"), ("was", "declined"),
+             ("declined", "the"), ("the", "teammate")}
+    found = familiarity(WordTokenizer(KNOWN), text, known_pairs=pairs)
+    assert found.rate == 0.0 and found.pair_rate == pytest.approx(pair_rate) and found.out_of_distribution is fires
+    assert why in warning(found, "m") and found.record()["unknown_pair_rate"] == round(pair_rate, 4)
+
+
+def test_a_model_without_the_signal_says_so():
+    assert warning(None, "SmolLM2") == f"SmolLM2: {NO_SIGNAL}."
+    assert set_note(None, ["a ticket"], "SmolLM2") == f"SmolLM2: {NO_SIGNAL}."
+    tok = WordTokenizer(KNOWN)
+    assert "all 1 states are like" in set_note(tok, ["the card", "the card"], "m")  # repeats count once
+    assert "⚠ m: 1 of 2 states" in set_note(tok, ["the card", "42 🙂"], "m")
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +87,13 @@ def test_quiet_on_our_test_rows(shipped):
         by_context.setdefault(item.context_id, []).append(item)
     found = [familiarity(shipped, render_state(items[0].state)) for items in by_context.values()]
     assert len(found) >= 300 and sum(f.out_of_distribution for f in found) / len(found) <= 0.01
+
+
+def test_a_training_shaped_ticket_with_a_meaning_unlike_its_data_fires(shipped):
+    def ticket(message):
+        return f"Ticket 1\nCustomer tier: STARTER\nMessage: {message}\nNote: urgent please."
+
+    usual = familiarity(shipped, ticket("how do I invite a teammate; the servers are unreachable."))
+    odd = familiarity(shipped, ticket("the teammate is unreachable; invite the servers please."))  # every word a token
+    assert usual.rate == odd.rate == 0.0 and not usual.out_of_distribution
+    assert odd.pair_rate > THRESHOLD and odd.out_of_distribution and "invite the" in odd.unknown_pairs
