@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -103,7 +104,8 @@ def start_server(port: int, workers: int = 1) -> subprocess.Popen:
 
     proc = subprocess.Popen([sys.executable, "-m", "core.clarify.serve", "--rubric", "v1", "--port", str(port),
                              "--max-sessions", str((max(CLIENTS) + 4) * workers), "--workers", str(workers)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # its own process group: stop_server ends the workers too
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -113,7 +115,7 @@ def start_server(port: int, workers: int = 1) -> subprocess.Popen:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.2)
-    proc.kill()
+    stop_server(proc)
     raise TimeoutError(f"the server did not come up in {START_TIMEOUT_S} s")
 
 
@@ -134,8 +136,19 @@ def measure_server(workers: int, scenarios, clients: tuple[int, ...], seconds: f
             print(f"{n:>4} clients, {workers} worker(s)  {rows[-1]['episodes_per_second']:>9,.0f} episodes/s", flush=True)
         return rows
     finally:
-        proc.terminate()
+        stop_server(proc)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """End the server and every worker it forked (uvicorn's workers outlive a terminated parent)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DIR = ROOT / "checkpoints"
 """Where the shipped models live (read at call time, so tests can point it at an empty folder)."""
 SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup", "clarify-smollm2-grpo")
+SHIPPED_POLICY_NOTES = {
+    "clarify-grpo": "trained from random weights on CPU by this repo (warmup + GRPO)",
+    "clarify-warmup": "trained from random weights on CPU by this repo (demonstrations only)",
+    "clarify-smollm2-grpo": "a LoRA adapter over the pretrained SmolLM2-135M-Instruct (warmup + GRPO, on CPU)",
+}
+"""What a picker says of each shipped policy: two are tiny bodies from random weights, one a real base."""
 """Shipped policy folders under ``checkpoints/``, best first."""
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -101,7 +107,7 @@ PUBLISHED_POLICIES = (
     ("Drift", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b", "Qwen3-1.7B, beta 0, avg 0.0286"),
     ("Probe", "agarwalanu3103/clarify-rl-grpo-qwen3-0-6b", "Qwen3-0.6B, beta 0, avg 0.0076"),
     ("base 0.6B", "Qwen/Qwen3-0.6B", "untrained base, avg 0.0000"),
-    ("base 1.7B", "Qwen/Qwen3-1.7B", "untrained base, avg 0.0631"),
+    ("base 1.7B", "Qwen/Qwen3-1.7B", "untrained base, avg 0.0669 (scoreboard; its card says 0.0631)"),
     ("base 4B", "Qwen/Qwen3-4B", "untrained base, avg 0.1446"),
 )
 PUBLISHED_DECISIONS = (
@@ -113,7 +119,7 @@ PUBLISHED_DECISIONS = (
 def shipped_entries(shipped_dir: Path | None = None, kind: Kind | None = None) -> list[ModelEntry]:
     """The shipped policies, then the shipped decision exports, keyed by folder name."""
     root = Path(SHIPPED_DIR if shipped_dir is None else shipped_dir)
-    policies = [ModelEntry(name, "policy", "shipped", str(root / name), note="trained on CPU by this repo")
+    policies = [ModelEntry(name, "policy", "shipped", str(root / name), note=SHIPPED_POLICY_NOTES[name])
                 for name in SHIPPED_POLICIES]
     decisions = [ModelEntry(name, "decision", "shipped", str(root / name), note=f"shipped, {arm}")
                  for name, arm in SHIPPED_DECISIONS]
