@@ -20,7 +20,6 @@ from demo.live import handlers as h
 GENERATION_SLOTS = 8
 """Turns in flight across all models: above each model's own queue bound (core.clarify.model_slots),
 so a visitor whose model is busy sees the tab's own "waiting for another visitor" line, not Gradio's queue."""
-"""Model generations running at once across all sessions (2 CPU cores here)."""
 CSS = """
 #live-chat .message {font-size: 14px}
 .live-note {min-height: 0 !important}
