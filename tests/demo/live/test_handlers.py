@@ -196,3 +196,30 @@ def test_public_space_refuses_typed_chat_endpoints_unless_allowed(models_dir, mo
     monkeypatch.setenv("CLARIFYLAB_ALLOW_URLS", allow)
     note = h.describe_model(str(models_dir), None, "openai:http://10.0.0.1:8000/v1#m")
     assert ("typed chat endpoints are off" in note) == refused and note.startswith("✓") != refused
+
+
+def test_the_picker_quotes_a_models_measured_score_before_start(tmp_path):
+    # the packaged SmolLM2 played the published 50 zero-shot: its shipped run is quoted beside the entry
+    from core.models.entries import packaged_entries
+    from core.runs.replays import SHIPPED_RUNS, measured_runs
+
+    entry = packaged_entries()[0]
+    runs = measured_runs(entry.location)
+    assert {r.name for r in runs} >= {"clarifyrl-heldout50-v1/smollm2-135m"}
+    summary = json.loads((SHIPPED_RUNS / "clarifyrl-heldout50-v1/smollm2-135m/summary.json").read_text())
+    note = h.describe_model(str(tmp_path), entry.key, "")
+    assert f"measured: {summary['avg_score']:.3f}" in note and "clarifyrl-heldout50-v1/smollm2-135m" in note
+    label = next(lab for lab, key in h.model_choices(str(tmp_path)) if key == entry.key)
+    assert "tokens/s" in label  # the expected wait, in the picker before Start
+
+
+def test_measured_runs_match_whole_path_parts(tmp_path):
+    # clarify-grpo's runs are not clarify-smollm2-grpo's: a run matches on whole trailing path parts
+    from core.runs.replays import measured_runs
+
+    for name, policy in (("a/grpo", "model:checkpoints/clarify-grpo"), ("a/smol", "model:checkpoints/clarify-smollm2-grpo")):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "episodes.jsonl").write_text("")
+        (tmp_path / name / "summary.json").write_text(json.dumps({"policy": policy, "avg_score": 0.5}))
+    assert [r.name for r in measured_runs("/srv/app/checkpoints/clarify-grpo", tmp_path)] == ["a/grpo"]
+    assert measured_runs("/srv/app/checkpoints/other", tmp_path) == []
