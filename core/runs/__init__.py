@@ -5,10 +5,10 @@
 ``transcripts`` (an episode as chat messages and per-field marks), ``importer`` (the published
 ClarifyRL curated traces, re-scored), ``eval`` (``python -m core.runs.eval``: play, log, summarise,
 compare), ``replays`` (run folders on disk, safe names, regeneration), ``uploads`` (uploaded runs
-held for browser sessions, bounded in memory) and ``session_runs`` (live sessions' runs: private to
+held for browser sessions, bounded in memory), ``measured`` (what a model scored in the shipped
+runs, quoted before Start) and ``session_runs`` (live sessions' runs: private to
 their page, bounded on disk).
 """
 
-__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "replays", "session_runs", "summary",
-           "transcripts",
-           "uploads"]
+__all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "measured", "replays", "session_runs",
+           "summary", "transcripts", "uploads"]

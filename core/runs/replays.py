@@ -101,31 +101,6 @@ def discover_runs(root: str | Path) -> list[RunInfo]:
     return runs
 
 
-def measured_runs(location: str, root: str | Path = SHIPPED_RUNS) -> list[RunInfo]:
-    """The runs under ``root`` that a model at ``location`` played (its logs name ``model:<path>``,
-    matched on the path's last parts), so a picker can show what the model scored before it is started."""
-    want = Path(location).parts
-    found = []
-    for info in discover_runs(root):
-        if not info.policy.startswith("model:"):
-            continue
-        parts = Path(info.policy.removeprefix("model:")).parts
-        if parts and want[-len(parts):] == parts:
-            found.append(info)
-    return found
-
-
-def measured_note(runs: Sequence[RunInfo]) -> str:
-    """One line per run: score with its interval, the set, rubric, episodes and completion."""
-    lines = []
-    for r in runs:
-        score = "?" if r.avg_score is None else f"{r.avg_score:.3f}"
-        ci = f" [{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else ""
-        comp = "" if r.completion_rate is None else f", {r.completion_rate:.0%} completed"
-        lines.append(f"measured: {score}{ci} on {r.scenarios} (rubric {r.rubric}, {r.n} episodes{comp}; run {r.name})")
-    return "\n".join(lines)
-
-
 def resolve_run(root: str | Path, name: str, owned: bool = False) -> Path:
     """The ``episodes.jsonl`` of run ``name``, never a path outside ``root``.
 

@@ -20,7 +20,7 @@ from core.models import availability, lists
 from core.models.cache import ModelCache
 from core.models.entries import public_deployment
 from core.models.loader import ModelLoadError
-from core.runs import replays, transcripts
+from core.runs import measured, transcripts
 from demo import plots
 
 MODELS = ModelCache()
@@ -60,9 +60,9 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
     except (KeyError, ValueError) as exc:
         return f"⚠️ {transcripts.inert(exc)}"
     found = availability.check(entry, MODELS.cache_dir)
-    measured = replays.measured_note(replays.measured_runs(entry.location))
+    quoted = measured.measured_note(measured.measured_runs(entry.location))
     return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
-            f"{transcripts.inert(found.message)}" + (f"\n\n{transcripts.inert(measured)}" if measured else ""))
+            f"{transcripts.inert(found.message)}" + (f"\n\n{transcripts.inert(quoted)}" if quoted else ""))
 
 
 def _budget(session: live_session.LiveSession | None) -> str:

@@ -201,7 +201,8 @@ def test_public_space_refuses_typed_chat_endpoints_unless_allowed(models_dir, mo
 def test_the_picker_quotes_a_models_measured_score_before_start(tmp_path):
     # the packaged SmolLM2 played the published 50 zero-shot: its shipped run is quoted beside the entry
     from core.models.entries import packaged_entries
-    from core.runs.replays import SHIPPED_RUNS, measured_runs
+    from core.runs.replays import SHIPPED_RUNS
+    from core.runs.measured import measured_runs
 
     entry = packaged_entries()[0]
     runs = measured_runs(entry.location)
@@ -215,7 +216,7 @@ def test_the_picker_quotes_a_models_measured_score_before_start(tmp_path):
 
 def test_measured_runs_match_whole_path_parts(tmp_path):
     # clarify-grpo's runs are not clarify-smollm2-grpo's: a run matches on whole trailing path parts
-    from core.runs.replays import measured_runs
+    from core.runs.measured import measured_runs
 
     for name, policy in (("a/grpo", "model:checkpoints/clarify-grpo"), ("a/smol", "model:checkpoints/clarify-smollm2-grpo")):
         (tmp_path / name).mkdir(parents=True)
