@@ -76,15 +76,20 @@ def _payload_log(tmp_path) -> Path:
     return out
 
 
-def test_uploaded_log_payload_is_text(browser, app_url, tmp_path):
-    page, requests = _watched_page(browser)
+def _open_upload(page, app_url: str, log: Path) -> None:
+    """Open the Replays tab, upload ``log`` and pick its first episode (each step within WAIT_MS:
+    under load the picker stays behind its loading overlay for a while)."""
     page.goto(app_url)
     page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
-    page.locator("input[type=file]").first.set_input_files(str(_payload_log(tmp_path)))
-    page.get_by_text("Opened upload:payload.jsonl", exact=False).wait_for(timeout=WAIT_MS)
-    picker = page.get_by_label("Episode", exact=True)
-    picker.click()
-    page.get_by_role("option", name="upload:payload.jsonl", exact=False).first.click()
+    page.locator("input[type=file]").first.set_input_files(str(log))
+    page.get_by_text(f"Opened upload:{log.name}", exact=False).wait_for(timeout=WAIT_MS)
+    page.get_by_label("Episode", exact=True).click(timeout=WAIT_MS)
+    page.get_by_role("option", name=f"upload:{log.name}", exact=False).first.click(timeout=WAIT_MS)
+
+
+def test_uploaded_log_payload_is_text(browser, app_url, tmp_path):
+    page, requests = _watched_page(browser)
+    _open_upload(page, app_url, _payload_log(tmp_path))
     page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
     _assert_inert(page, requests, tmp_path / "uploaded_log.png")
 
@@ -134,13 +139,7 @@ def _assert_figures_inert(page, requests, shot):
 
 def test_names_in_every_figure_are_text(browser, app_url, tmp_path):
     page, requests = _watched_page(browser)
-    page.goto(app_url)
-    page.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
-    page.locator("input[type=file]").first.set_input_files(str(_figure_payload_log(tmp_path)))
-    page.get_by_text("Opened upload:figures.jsonl", exact=False).wait_for(timeout=WAIT_MS)
-    picker = page.get_by_label("Episode", exact=True)
-    picker.click()
-    page.get_by_role("option", name="upload:figures.jsonl", exact=False).first.click()
+    _open_upload(page, app_url, _figure_payload_log(tmp_path))
     why = page.locator("svg text", has_text="= 0")  # the "why 0" lines
     why.first.wait_for(timeout=WAIT_MS)
     _hover_first_bar(page.locator(".js-plotly-plot", has=why))  # hover text of the breakdown bars
