@@ -145,21 +145,13 @@ def test_the_published_training_wrapper_builds_its_prompt_from_our_reset(url):
 @pytest.fixture(scope="module")
 def published_url(tmp_path_factory):
     """The published server itself (``server.app:app`` of the copy), or skip."""
-    from tests.core.clarify.test_serve import free_port, wait_healthy
+    from tests.core.clarify.test_serve import server_process
 
     src = published_copy()
-    port = free_port()
-    log = (tmp_path_factory.mktemp("published") / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "server.app:app", "--port", str(port),
-                             "--log-level", "warning"], cwd=src, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONPATH": str(src), "GRADIO_ANALYTICS_ENABLED": "False"})
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+    env = {**os.environ, "PYTHONPATH": str(src), "GRADIO_ANALYTICS_ENABLED": "False"}
+    with server_process(["-m", "uvicorn", "server.app:app", "--port", "{port}", "--log-level", "warning"],
+                        tmp_path_factory.mktemp("published") / "server.log", cwd=src, env=env) as url:
+        yield url
 
 
 @pytest.mark.parametrize("name", ["oracle", "guess"])
