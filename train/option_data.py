@@ -205,7 +205,8 @@ def main(config: DataConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"seed": config.seed, "files": {}}
     for split, partition in SPLITS.items():
-        rows = build_partition(partition, getattr(config, split), config.seed, DataSpec())
+        # the option scorer's recipe predates the cued rows (#28): its data stays as shipped
+        rows = build_partition(partition, getattr(config, split), config.seed, DataSpec(cued={}))
         contexts = contexts_of(rows, random.Random(f"option-data/{config.seed}/{split}"))
         path = out / f"{split}.jsonl"
         path.write_text("".join(c.model_dump_json() + "\n" for c in contexts))
