@@ -123,8 +123,12 @@ def load_prompts(data_dir: str | Path, partition: str, limit: int = 0):
 
 def evaluate(body, rows: torch.Tensor, tokenizer, labelled: Sequence, prompts: Sequence[Prompt]) -> dict:
     """Accuracy, ECE and mean confidence of the model on labelled rows (val during training)."""
-    probs = option_probs(body, rows, tokenizer, prompts)
-    p = [probs[i, : len(q.options)] for i, q in enumerate(prompts)]
+    return evaluate_probs(labelled, option_probs(body, rows, tokenizer, prompts))
+
+
+def evaluate_probs(labelled: Sequence, probs) -> dict:
+    """Accuracy, ECE, Brier, mean confidence and per-source/kind accuracy of [N, 26] probabilities."""
+    p = [probs[i, : len(r.options)] for i, r in enumerate(labelled)]
     y = [r.label for r in labelled]
     slices: dict[str, list[int]] = {}
     for i, r in enumerate(labelled):

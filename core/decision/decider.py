@@ -24,7 +24,7 @@ from transformers import DynamicCache
 from core.decision import system_one
 from core.decision.cost import CostModel, Shape
 from core.decision.model import LETTER_DESIGN, MAX_P_SOURCE, RequestTooLong
-from core.decision.prompt import check_seam, encode, letter_token_ids, render_prefix, render_suffix
+from core.decision.prompt import check_seam, encode, encode_prefix, letter_token_ids, render_prefix, render_suffix
 from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
 
@@ -148,7 +148,7 @@ class Decider:
 
     def _prefix(self, text: str) -> list[int]:
         bos = [self.tokenizer.bos_token_id] if self.prepend_bos else []
-        return bos + encode(self.tokenizer, render_prefix(text))
+        return bos + encode_prefix(self.tokenizer, render_prefix(text))
 
     def tokenize(self, state: str | Mapping[str, Any], questions: Sequence[Question], *,
                  truncate: bool = False) -> Request:

@@ -57,13 +57,29 @@ def encode(tokenizer, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+SUFFIX_HEAD = "Question:"
+"""How every suffix begins; the prefix is tokenized as it reads before it."""
+
+
+def encode_prefix(tokenizer, prefix: str) -> list[int]:
+    """Token ids of ``prefix`` as every full prompt holds them: tokenized with the suffix's head after
+    it, which is then dropped. A tokenizer that splits whitespace before a word (GPT-2's rule:
+    "\n\nQuestion" is "\n", "\n", "Question", but "\n\n" alone one token) gets the prefix it
+    sees in the whole prompt; one that does not gets ``encode(prefix)``."""
+    head = encode(tokenizer, SUFFIX_HEAD)
+    ids = encode(tokenizer, prefix + SUFFIX_HEAD)
+    if ids[len(ids) - len(head):] != head:
+        return encode(tokenizer, prefix)  # the head merges into the prefix: check_seam refuses it
+    return ids[: len(ids) - len(head)]
+
+
 def check_seam(tokenizer, prefix: str, suffix: str) -> tuple[list[int], list[int]]:
-    """Token ids of prefix and suffix, after checking that they concatenate to the whole.
+    """Token ids of prefix (``encode_prefix``) and suffix, after checking that they concatenate to the whole.
 
     Raises:
-        SeamError: when ``encode(prefix) + encode(suffix) != encode(prefix + suffix)``.
+        SeamError: when ``encode_prefix(prefix) + encode(suffix) != encode(prefix + suffix)``.
     """
-    p, s = encode(tokenizer, prefix), encode(tokenizer, suffix)
+    p, s = encode_prefix(tokenizer, prefix), encode(tokenizer, suffix)
     whole = encode(tokenizer, prefix + suffix)
     if p + s != whole:
         at = next((i for i, (x, y) in enumerate(zip(p + s, whole)) if x != y), min(len(whole), len(p + s)))

