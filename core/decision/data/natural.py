@@ -193,3 +193,30 @@ def natural_contexts(split: str, n: int, seed: int) -> list[list[DecisionRow]]:
         ticket = draw_natural_ticket(rng, f"{split}-{seed}-{i}", split, departments[i % 4], priorities[i % 4])
         contexts.append(natural_rows(ticket, rng))
     return contexts
+
+
+def split_profile(contexts: list[list[DecisionRow]]) -> dict:
+    """What a drawn split is made of: exact shares over its tickets and the department ceiling.
+
+    The ceiling is the Bayes-optimal department accuracy, the mean max posterior of the department
+    rows (1 - 0.5 x the ambiguous share): no model can beat it on these labels.
+    """
+    if not contexts:
+        return {"tickets": 0}  # nothing drawn: no share to report, and a 0.0 would be a lie
+    first = [rows[0] for rows in contexts]
+    words = sorted(len(r.state.split()) for r in first)
+
+    def share(tag: str) -> float:
+        return sum(tag in r.tags for r in first) / len(first)
+
+    return {
+        "tickets": len(first), "rows": sum(len(rows) for rows in contexts),
+        "ambiguous": share("ambiguous"), "typo": share("typo"), "no_keyword": share("no_keyword"),
+        "words_median": words[len(words) // 2], "words_max": words[-1],
+        "under_60_words": sum(w < 60 for w in words) / len(words),
+        "department_ceiling": sum(max(r.posterior) for r in first) / len(first),
+        "departments": {d: sum(r.options[r.label] == d for r in first) for d in DEPARTMENTS},
+        "page_now": sum(rows[2].label == 0 for rows in contexts) / len(contexts),
+        "families": sorted({t.split(":", 1)[1] for r in first for t in r.tags if t.startswith("family:")}),
+        "urgency_families": sorted({t.split(":", 1)[1] for r in first for t in r.tags if t.startswith("urgency:")}),
+    }

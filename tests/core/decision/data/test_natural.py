@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from core.decision.data.natural import (
-    P_AMBIGUOUS, add_typos, draw_natural_ticket, has_department_keyword, natural_contexts, natural_rows,
+    P_AMBIGUOUS, add_typos, draw_natural_ticket, has_department_keyword, natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
 from core.decision.data.ticket_families import (
@@ -194,3 +194,15 @@ def test_rows_of_a_given_ticket_are_exact():
     assert rows[0].context_id == "natural-t1" and all(r.state == ticket.text for r in rows)
     assert rows[1].label == 3 and rows[2].label == 0  # P0 -> page now
     assert {f.split for f in ticket.issue_families} == {"test"} and ticket.urgency_family.split == "test"
+
+
+def test_split_profile_counts_what_was_drawn(drawn):
+    profile = split_profile(drawn["test"])
+    first = [rows[0] for rows in drawn["test"]]
+    assert profile["tickets"] == N and profile["rows"] == 3 * N
+    assert profile["ambiguous"] == sum("ambiguous" in r.tags for r in first) / N
+    # the ceiling is 1 on clear tickets and 0.5 on ambiguous ones
+    assert profile["department_ceiling"] == pytest.approx(1 - 0.5 * profile["ambiguous"])
+    assert sum(profile["departments"].values()) == N and profile["page_now"] == 0.5
+    assert set(profile["families"]) == {f.name for f in families_in("test", ISSUE_FAMILIES)}
+    assert split_profile([]) == {"tickets": 0}
