@@ -6,7 +6,9 @@ required field), with
 ``nota`` (option shuffling and "none of the above") and ``drills`` (binding drills for the format
 stage). ``dataset`` draws context-grouped partitions (``build_dataset``) and the calibration probe
 (``probe_rows``); ``store`` reads and writes them with a hashed manifest. Build on disk with
-``python -m train.decision_data --out runs/data/decision --seed 0``.
+``python -m train.decision_data --out runs/data/decision --seed 0``. Apart from these partitions,
+``natural`` writes triage's questions over natural-language tickets from ``ticket_families`` (issue and
+urgency paraphrase families, split-disjoint: the transfer test); ``python -m train.decision_natural_data``.
 """
 
 from core.decision.data.dataset import PARTITIONS, DataSpec, build_dataset, build_partition, probe_rows

@@ -1,0 +1,49 @@
+"""The natural-ticket CLI: small splits on disk, hash-checked through the store, byte-identical reruns."""
+
+import json
+
+import pytest
+
+from core.decision.data.natural import natural_contexts, split_profile
+from core.decision.data.store import read_manifest, read_partition
+from train import decision_natural_data
+from train.decision_natural_data import NaturalDataConfig, main, parse_args
+
+
+def test_writes_three_splits_readable_through_the_store(tmp_path):
+    manifest = main(parse_args(["--out", str(tmp_path / "a"), "--train", "12", "--val", "4", "--test", "8"]))
+    assert manifest.contexts == {"train": 12, "val": 4, "test": 8}
+    assert read_manifest(tmp_path / "a") == manifest
+    for split, n in manifest.contexts.items():
+        rows = read_partition(tmp_path / "a", split)  # verifies the sha256 in the manifest
+        assert len(rows) == 3 * n and manifest.files[f"{split}.jsonl"].sources == {"natural": 3 * n}
+        assert rows == [r for context in natural_contexts(split, n, 0) for r in context]
+
+
+def test_profile_is_written_when_asked(tmp_path):
+    main(NaturalDataConfig(out=tmp_path / "a", tickets={"train": 8, "val": 4, "test": 4}, profile=tmp_path / "p.json"))
+    profile = json.loads((tmp_path / "p.json").read_text())
+    assert profile["seed"] == 0 and list(profile["splits"]) == ["train", "val", "test"]
+    assert profile["splits"]["train"] == split_profile(natural_contexts("train", 8, 0))
+    main(NaturalDataConfig(out=tmp_path / "b", tickets={"train": 1, "val": 1, "test": 1}))
+    assert not (tmp_path / "b" / "p.json").exists() and sorted(p.name for p in (tmp_path / "b").iterdir()) == [
+        "manifest.json", "test.jsonl", "train.jsonl", "val.jsonl"]
+
+
+def test_same_config_gives_byte_identical_files(tmp_path):
+    tickets = {"train": 6, "val": 2, "test": 3}
+    main(NaturalDataConfig(out=tmp_path / "a", seed=4, tickets=tickets))
+    main(NaturalDataConfig(out=tmp_path / "b", seed=4, tickets=tickets))
+    for name in ("train.jsonl", "val.jsonl", "test.jsonl", "manifest.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_defaults_and_refusals():
+    config = parse_args([])
+    assert config.tickets == {"train": 2000, "val": 200, "test": 400} and config.seed == 0
+    assert str(config.out) == "runs/data/natural"
+    with pytest.raises(ValueError, match="each of"):
+        NaturalDataConfig(tickets={"train": 1, "val": 1})
+    with pytest.raises(ValueError, match=">= 0"):
+        NaturalDataConfig(tickets={"train": 1, "val": -1, "test": 1})
+    assert decision_natural_data.__doc__.count("python -m train.decision_natural_data") == 1

@@ -1,0 +1,76 @@
+"""Build the natural-ticket partition on disk: train, val and test splits disjoint by issue and urgency family.
+
+Writes ``train/val/test.jsonl`` (three DecisionRows per ticket, ``source="natural"``) and
+``manifest.json`` through ``core.decision.data.store``, so ``read_partition`` checks the hashes as it
+does for the synthetic dataset (the manifest's ``source_weights`` is ``[1.0]``: one source; its
+``probe_per_kind`` is 0: the ambiguous rows of every split carry their 0.5/0.5 posterior instead).
+Deterministic: the same seed and counts give byte-identical files. ``--profile PATH`` also writes
+each split's make-up (shares of ambiguous, typo and no-keyword tickets, lengths, the department
+ceiling, the families it uses) as JSON.
+
+    python -m train.decision_natural_data --out runs/data/natural --seed 0 --profile results/decision_natural_data.json
+"""
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.decision.data.natural import natural_contexts, split_profile
+from core.decision.data.store import Manifest, write_manifest, write_rows
+from core.decision.data.ticket_families import SPLITS
+
+DEFAULT_TICKETS = {"train": 2000, "val": 200, "test": 400}
+
+
+@dataclass(frozen=True)
+class NaturalDataConfig:
+    """What to build and where."""
+
+    out: Path = field(default=Path("runs/data/natural"), metadata={"help": "output directory"})
+    seed: int = field(default=0, metadata={"help": "generator seed"})
+    tickets: dict = field(default_factory=lambda: dict(DEFAULT_TICKETS),
+                          metadata={"help": "tickets per split (three rows each)"})
+    profile: Path | None = field(default=None, metadata={"help": "also write each split's make-up here (JSON)"})
+
+    def __post_init__(self):
+        if set(self.tickets) != set(SPLITS):
+            raise ValueError(f"tickets needs a count for each of {SPLITS}, got {sorted(self.tickets)}")
+        if any(n < 0 for n in self.tickets.values()):
+            raise ValueError(f"ticket counts must be >= 0, got {self.tickets}")
+
+
+def main(config: NaturalDataConfig) -> Manifest:
+    """Draw every split, write it and the manifest; return the manifest."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files, profiles = {}, {}
+    for split in SPLITS:
+        contexts = natural_contexts(split, config.tickets[split], config.seed)
+        files[f"{split}.jsonl"] = write_rows(out / f"{split}.jsonl", [row for rows in contexts for row in rows])
+        profiles[split] = split_profile(contexts)
+    manifest = Manifest(seed=config.seed, contexts={s: config.tickets[s] for s in SPLITS}, source_weights=[1.0],
+                        probe_per_kind=0, files=files)
+    write_manifest(out, manifest)
+    if config.profile is not None:
+        Path(config.profile).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.profile).write_text(json.dumps({"seed": config.seed, "splits": profiles}, indent=2) + "\n")
+    return manifest
+
+
+def parse_args(argv=None) -> NaturalDataConfig:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=NaturalDataConfig.out)
+    parser.add_argument("--seed", type=int, default=0)
+    for split, n in DEFAULT_TICKETS.items():
+        parser.add_argument(f"--{split}", type=int, default=n, help=f"tickets in the {split} split")
+    parser.add_argument("--profile", type=Path, default=None, help="also write each split's make-up here (JSON)")
+    args = parser.parse_args(argv)
+    return NaturalDataConfig(out=args.out, seed=args.seed, tickets={s: getattr(args, s) for s in SPLITS},
+                             profile=args.profile)
+
+
+if __name__ == "__main__":
+    manifest = main(parse_args())
+    for name, entry in manifest.files.items():
+        print(f"{name:11s} {entry.rows:6d} rows {entry.contexts:5d} tickets  sha256 {entry.sha256[:12]}")
