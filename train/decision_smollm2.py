@@ -105,11 +105,17 @@ class SplitBody:
         cut = n - top_layers
         return cls(view(decoder, decoder.layers[:cut], torch.nn.Identity()), view(decoder, decoder.layers[cut:]), cut)
 
-    def hidden(self, ids: list[int]) -> torch.Tensor:
-        """The lower half's output [T, H] for one prompt (no grad): what the cache holds."""
+    def hidden(self, ids: Sequence[list[int]]) -> list[torch.Tensor]:
+        """The lower half's output [T_i, H] for each prompt (no grad): what the cache holds. One
+        right-padded forward; causal attention keeps each prompt's real positions unaffected."""
+        width = max(len(one) for one in ids)
+        x = torch.zeros(len(ids), width, dtype=torch.long)
+        mask = torch.zeros(len(ids), width, dtype=torch.long)
+        for i, one in enumerate(ids):
+            x[i, : len(one)], mask[i, : len(one)] = torch.tensor(one), 1
         with torch.no_grad():
-            x = torch.tensor([ids])
-            return self.lower(input_ids=x, use_cache=False).last_hidden_state[0]
+            out = self.lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state
+        return [out[i, : len(one)].clone() for i, one in enumerate(ids)]
 
     def logits(self, cached: Sequence[torch.Tensor], n_options: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """Masked letter logits [B, 26] from cached lower states (right-padded here; keeps autograd)."""
@@ -130,11 +136,14 @@ def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str) -
     file = path / f"cache-{tag}-{key}.pt"
     if file.is_file():
         return torch.load(file)
-    t0, states = time.time(), []
-    for i, one in enumerate(ids):
-        states.append(split.hidden(one))
-        if i % 200 == 0:
-            print(f"cache {tag}: {i}/{len(ids)} prompts, {time.time() - t0:.0f} s", flush=True)
+    t0, states = time.time(), [None] * len(ids)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths pad less
+    for start in range(0, len(order), 8):
+        chunk = order[start : start + 8]
+        for i, h in zip(chunk, split.hidden([ids[i] for i in chunk])):
+            states[i] = h
+        if start % 200 == 0:
+            print(f"cache {tag}: {start}/{len(ids)} prompts, {time.time() - t0:.0f} s", flush=True)
     path.mkdir(parents=True, exist_ok=True)
     torch.save(states, file)
     return states
@@ -162,7 +171,7 @@ def pool(config: SmolConfig, which: str, n: int) -> list:
     """``n`` labelled rows, ``natural_share`` of them natural: ``which`` is train (warmup), rl or val."""
     n_nat = round(n * config.natural_share)
     nat = read_partition(Path(config.natural), "val" if which == "val" else "train") if n_nat else []
-    syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which])
+    syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which]) if n > n_nat else []
     if which == "rl":  # the natural rows after the warmup's
         nat = nat[round(config.rows * config.natural_share):]
     rows = nat[:n_nat] + syn[: n - n_nat]

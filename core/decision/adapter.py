@@ -3,7 +3,7 @@
 A real base (SmolLM2-135M-Instruct, ~540 MB in fp32) cannot ship in every arm's folder, so an arm is
 the adapter (``adapter_config.json`` naming the base, ``adapter_model.safetensors``), its 26 letter
 rows (``decision_head.safetensors``, as the published layout keeps them), the tokenizer it read with,
-and ``decision.json`` (format ``clarifylab-decision-adapter-v1``) hashing every one of those files
+the base's ``config.json`` (so transformers' ``pipeline("decision")`` finds the body type), and ``decision.json`` (format ``clarifylab-decision-adapter-v1``) hashing every one of those files
 AND the base's weights file. Loading goes through the one causal-LM loader (``core.models.loader``),
 so the base is checked by the same folder rule as every other model; the Decider over it is the
 unchanged shared-prefill one.
@@ -77,7 +77,8 @@ def export_adapter_arm(directory: str | Path, model, rows: torch.Tensor, tokeniz
     save_file({"weight": rows.detach().float().contiguous().clone()}, str(out / HEAD_FILE), metadata={"format": "pt"})
     tokenizer.save_pretrained(out)
     portable_tokenizer_config(out / "tokenizer_config.json")
-    files = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE] + [n for n in TOKENIZER_FILES if (out / n).is_file()]
+    model.config.to_json_file(out / "config.json")  # the base's; lets transformers' pipeline pick the class
+    files = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE, "config.json"] + [n for n in TOKENIZER_FILES if (out / n).is_file()]
     card = AdapterCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)),
                        letter_ids=letter_token_ids(tokenizer), prepend_bos=False, layers=list(layers),
                        sha256={n: sha256_file(out / n) for n in files}, training=training)

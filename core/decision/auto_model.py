@@ -18,23 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PreTrainedModel, Qwen3Config
+from transformers import LlamaConfig, PreTrainedModel, Qwen3Config
 from transformers.decision import DecisionConfig
 from transformers.decision.modeling_utils import DecisionMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
 from transformers.utils import cached_file
 
 from core.decision import system_one
+from core.decision import adapter
 from core.decision.export import CARD_FILE, FORMAT, load_decider
 from core.decision.readout import readout
 from core.models.loader import causal_lm
 
-BODY_CONFIGS = (Qwen3Config,)
-"""Body types of our exports (every arm is a Qwen3 body); each gets the letter readout registered."""
+BODY_CONFIGS = (Qwen3Config, LlamaConfig)
+"""Body types of our exports (the tiny arms are Qwen3 bodies, the SmolLM2 adapter arms Llama ones);
+each gets the letter readout registered."""
+FORMATS = (FORMAT, adapter.FORMAT)
 
 
 def read_export_card(path: str | Path, **hub_kwargs) -> dict | None:
-    """The export's decision.json when ``path`` is an rlcd-decision-only-v1 export, else None."""
+    """The export's decision.json when ``path`` is one of our exports (``FORMATS``), else None."""
     found = cached_file(str(path), CARD_FILE, _raise_exceptions_for_missing_entries=False, **hub_kwargs)
     if found is None:
         return None
@@ -42,7 +45,12 @@ def read_export_card(path: str | Path, **hub_kwargs) -> dict | None:
         card = json.loads(Path(found).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return card if isinstance(card, dict) and card.get("format") == FORMAT else None
+    return card if isinstance(card, dict) and card.get("format") in FORMATS else None
+
+
+def load_export(folder: str | Path):
+    """The Decider of either export format: the published layout, or an adapter over a real base."""
+    return adapter.load_adapter_decider(folder) if adapter.is_adapter_arm(folder) else load_decider(folder)
 
 
 class LetterDecisionConfig(DecisionConfig):
@@ -87,7 +95,7 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         if read_export_card(pretrained_model_name_or_path, **hub) is None:
             return causal_lm(pretrained_model_name_or_path, *args, config=config, **kwargs)
         folder = Path(cached_file(str(pretrained_model_name_or_path), CARD_FILE, **hub)).parent
-        decider = load_decider(folder)
+        decider = load_export(folder)
         model = cls(copy.deepcopy(decider.body.config), decider).eval()
         decision_config = LetterDecisionConfig()
         decision_config._decider = decider  # read by prepare_inputs; not a saved setting

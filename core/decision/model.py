@@ -1,6 +1,6 @@
 """What a decision model is: the one interface every kind implements, the table of kinds, one Ask.
 
-Every kind of decision model (our letter readout ``Decider``, the option scorer's ``OptionDecider``,
+Every kind of decision model (our letter readout ``Decider``, over a tiny body or a LoRA adapter on a real base, the option scorer's ``OptionDecider``,
 any chat model's ``PipelineDecider``, a ``SystemOneEndpoint``) implements ``DecisionModel``, so the
 Decisions tab, the reports and the scripts ask a model what it is instead of probing it. ``KINDS``
 maps each design to the module that opens it (imported on first load: torch comes with the first
@@ -20,7 +20,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.decision.questions import Answer, Question
 from core.models.availability import design
-from core.models.entries import ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN, Availability, ModelEntry
+from core.models.entries import ADAPTER_DESIGN, ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN, Availability, ModelEntry
 
 MAX_P_SOURCE = "rescaled max p"
 """System One's confidence of a letter readout or a chat model: (max p - 1/K) / (1 - 1/K)."""
@@ -29,6 +29,7 @@ REPORTED_SOURCE = "as the endpoint reports it"
 
 KINDS = {
     LETTER_DESIGN: "core.decision.export",
+    ADAPTER_DESIGN: "core.decision.adapter",
     OPTION_DESIGN: "core.decision.option.decider",
     PIPELINE_DESIGN: "core.decision.pipeline",
     ENDPOINT_DESIGN: "core.decision.endpoint",

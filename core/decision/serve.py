@@ -89,7 +89,8 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_
 
     folder = Path(directory).expanduser().resolve()
     if not folder.is_dir() or read_export_card(folder) is None:
-        raise SystemExit(f"{directory} is not an rlcd-decision-only-v1 export (no decision.json card of that format)")
+        raise SystemExit(f"{directory} is not one of our decision exports (no decision.json card of the formats "
+                         "rlcd-decision-only-v1 or clarifylab-decision-adapter-v1)")
     if max_body_bytes < 1024:
         raise SystemExit(f"--max-body-bytes must be >= 1024, got {max_body_bytes}")
     from transformers.cli.serve import Serve

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from core.models import entries
-from core.models.entries import (ADAPTER_CONFIG, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
+from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
                                  LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, ROOT, SHIPPED_OPTION_SCORERS,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
                                  parse_spec, public_deployment, shown_path)
@@ -214,6 +214,8 @@ def design(entry: ModelEntry, found: Availability | None = None) -> str:
     folder = found.path if found is not None and found.path is not None else Path(entry.location)
     if entry.key in dict(SHIPPED_OPTION_SCORERS) or (folder / OPTION_CARD).is_file():
         return OPTION_DESIGN
+    if (folder / DECISION_CARD).is_file() and is_adapter(folder):
+        return ADAPTER_DESIGN
     if entry.source == "shipped" or (folder / DECISION_CARD).is_file():
         return LETTER_DESIGN
     return PIPELINE_DESIGN

@@ -57,6 +57,7 @@ SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 OPTION_CARD = "option_model.json"
 """The card of a clarifylab-option-scorer-v1 folder (``core.decision.option.model.CARD_FILE``)."""
 OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
+ADAPTER_DESIGN = "letter readout (LoRA over a real base)"
 PIPELINE_DESIGN, ENDPOINT_DESIGN = "chat model (DecisionPipeline)", "System One endpoint"
 """The designs of decision models, as pickers name them (``core.decision.model.KINDS`` has one row each)."""
 PACKAGED_MODELS = (

@@ -1,0 +1,106 @@
+"""The SmolLM2 decision arms' training on a tiny random Llama base: the cached split is exact, and
+warmup -> RLCD exports adapter arms that load (hash-checked) and answer as training read them."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from core.decision.adapter import DecisionExportError, load_adapter_decider
+from core.decision.batches import Prompt, collate, tokenize_prompts
+from core.decision.prompt import letter_token_ids
+from core.decision.questions import Choice
+from core.decision.random_model import letter_tokenizer
+from core.decision.readout import option_logits
+from train.decision_smollm2 import SmolConfig, SplitBody, main, probs_of
+
+TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> Path:
+    """A random 4-layer Llama with the letter-safe tokenizer and a chat template, saved as a folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    path = tmp_path_factory.mktemp("base")
+    tok = letter_tokenizer()
+    tok.chat_template = TEMPLATE
+    tok.pad_token = tok.pad_token or tok.eos_token or "<|endoftext|>"
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         tie_word_embeddings=True, pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def natural_data(tmp_path_factory) -> Path:
+    from train.decision_natural_data import NaturalDataConfig, main as build
+
+    out = tmp_path_factory.mktemp("natural")
+    build(NaturalDataConfig(out=out, tickets={"train": 40, "val": 8, "test": 8}, seed=0))
+    return out
+
+
+PROMPTS = [Prompt("My card was charged twice for one order.", "Which team?", ("billing", "security", "support")),
+           Prompt("Site down since 9am!", "Page someone?", ("true", "false"))]
+
+
+def test_the_cached_split_equals_the_whole_body(tiny_base):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_base)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_base),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
+                                      layers_to_transform=[2, 3], init_lora_weights=False))
+    rows = model.get_output_embeddings().weight[torch.tensor(letter_token_ids(tok))].detach().float()
+    split = SplitBody.of(model.get_decoder(), 2)
+    ids = tokenize_prompts(tok, PROMPTS)
+    assert len(ids[0]) != len(ids[1])  # the cache batch pads one of them
+    cached = split.logits(split.hidden(ids), torch.tensor([3, 2]), rows)
+    batch = collate(ids, [3, 2], tok.pad_token_id)
+    with torch.no_grad():
+        whole = option_logits(model.get_decoder(), batch.input_ids, batch.attention_mask, rows, batch.n_options)
+    assert torch.allclose(cached, whole, atol=1e-5)
+    assert len(split.lower.layers) == 2 and len(model.get_decoder().layers) == 4  # views, not copies
+
+
+def test_warmup_then_rlcd_export_arms_that_load_and_answer_as_trained(tiny_base, natural_data, tmp_path):
+    common = dict(base=str(tiny_base), natural=str(natural_data), natural_share=1.0, rows=24, val_rows=6,
+                  top_layers=2, rank=4, alpha=8, steps=2, batch=8, eval_every=1, threads=1)
+    main(SmolConfig(stage="warmup", out=str(tmp_path / "warmup"), **common))
+    warm = tmp_path / "warmup" / "model"
+    main(SmolConfig(stage="rlcd", init=str(warm), out=str(tmp_path / "rlcd"), **common))
+    arm = tmp_path / "rlcd" / "model"
+    card = json.loads((arm / "decision.json").read_text())
+    assert card["format"] == "clarifylab-decision-adapter-v1" and card["layers"] == [2, 3]
+    assert card["training"]["recipe"].endswith("r = c - p_a") and card["training"]["init"] == str(warm)
+    log = [json.loads(line) for line in (tmp_path / "rlcd" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if "step" in r and "accuracy" in r] == [0, 1, 2]
+
+    decider = load_adapter_decider(arm)
+    answer = decider.decide(PROMPTS[0].state, [Choice(PROMPTS[0].question, list(PROMPTS[0].options))])[0]
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_base), arm).eval()
+    rows = load_file(arm / "decision_head.safetensors")["weight"]
+    split = SplitBody.of(model.get_decoder(), 2)
+    trained = probs_of(split, rows, split.hidden(tokenize_prompts(decider.tokenizer, PROMPTS[:1])), PROMPTS[:1])
+    assert list(answer.probs.values()) == pytest.approx(list(trained[0, :3]), abs=1e-5)
+
+
+def test_a_changed_adapter_file_is_refused(tiny_base, natural_data, tmp_path):
+    main(SmolConfig(stage="warmup", out=str(tmp_path / "w"), base=str(tiny_base), natural=str(natural_data),
+                    natural_share=1.0, rows=8, val_rows=3, top_layers=1, rank=2, alpha=4, steps=1, batch=4,
+                    eval_every=1, threads=1))
+    arm = tmp_path / "w" / "model"
+    head = arm / "decision_head.safetensors"
+    head.write_bytes(head.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(DecisionExportError, match="decision_head.safetensors: sha256 does not match"):
+        load_adapter_decider(arm)

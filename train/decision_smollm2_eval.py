@@ -1,0 +1,158 @@
+"""Evaluate the SmolLM2 decision arms: natural held-out tickets, our synthetic test prefix and the probe.
+
+Every arm is one LoRA adapter over the same frozen lower layers, so each prompt's lower-layer state
+is computed once (``train.decision_smollm2.cache_states``) and every arm, and the zero-shot base
+with its own letter rows, reads from it: the numbers equal each arm's Decider (checked in the
+tests), at a fraction of the cost. The tiny RLCD arm (``checkpoints/decision-rlcd``) is scored on
+the natural tickets beside them. ``--served URL`` also scores the natural tickets through a System
+One endpoint (``python -m core.decision.serve checkpoints/decision-smollm2-rlcd``), one request per
+ticket, so the judged numbers are the served model's. Metrics and context-clustered 95% intervals
+come from ``core.decision.evaluation.scores`` (the tiny arms' evaluation, ``train.decision_eval``).
+
+    python -m train.decision_smollm2_eval --json results/decision_smollm2_eval.json
+"""
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.decision.batches import option_probs, prompt_of, tokenize_prompts
+from core.decision.data.store import read_partition
+from core.decision.evaluation import evalsets, reports
+from core.decision.evaluation.scores import arm_report, paired_report, score_rows
+from core.decision.export import HEAD_FILE, _read_tensors, load_decider
+from core.decision.prompt import letter_token_ids
+from train.decision_run import parse_config
+from train.decision_smollm2 import BASE, SplitBody, cache_states, probs_of
+
+PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"), ("rlcd", "zero-shot"))
+
+
+@dataclass(frozen=True)
+class SmolEvalConfig:
+    """Which arms, which rows, where to write."""
+
+    arms: str = field(default="warmup=checkpoints/decision-smollm2-warmup,rlcd=checkpoints/decision-smollm2-rlcd,"
+                              "rlvr=checkpoints/decision-smollm2-rlvr", metadata={"help": "name=folder, comma-separated"})
+    natural: str = field(default="runs/data/natural", metadata={"help": "natural-ticket dataset (test.jsonl)"})
+    synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset (test, probe)"})
+    natural_rows: int = field(default=0, metadata={"help": "first N natural test rows (0 = all)"})
+    synthetic_rows: int = field(default=600, metadata={"help": "first N synthetic test rows (a prefix: whole contexts)"})
+    probe_rows: int = field(default=400, metadata={"help": "first N probe rows"})
+    tiny: str = field(default="checkpoints/decision-rlcd", metadata={"help": "tiny arm scored on natural rows ('' = none)"})
+    served: str = field(default="", metadata={"help": "a System One URL scored on the natural rows too"})
+    threads: int = field(default=2, metadata={"help": "torch threads"})
+    cache: str = field(default="runs/smollm2-decision/cache", metadata={"help": "lower-layer state cache"})
+    json: str = field(default="", metadata={"help": "write the report here (JSON)"})
+    resamples: int = field(default=2000, metadata={"help": "bootstrap resamples (whole contexts)"})
+    seed: int = field(default=0, metadata={"help": "bootstrap seed"})
+
+
+def arm_dirs(spec: str) -> dict[str, Path]:
+    return {n.strip(): Path(p.strip()) for n, p in (item.split("=", 1) for item in spec.split(",") if item.strip())}
+
+
+def adapted_layers(folders: dict[str, Path]) -> int:
+    """The number of top layers the arms adapt (they must agree: the cache lies below them)."""
+    tops = {len(json.loads((d / "decision.json").read_text())["layers"]) for d in folders.values()}
+    if len(tops) != 1:
+        raise ValueError(f"the arms adapt different numbers of layers {sorted(tops)}; evaluate them separately")
+    return tops.pop()
+
+
+def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[str, np.ndarray]]:
+    """name -> set -> [N, 26] probabilities, for the zero-shot base and every arm."""
+    from peft import PeftModel
+
+    from core.models.loader import load_location
+
+    folders = arm_dirs(config.arms)
+    loaded = load_location(BASE)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    split = SplitBody.of(model.get_decoder(), adapted_layers(folders))
+    prompts = {k: [prompt_of(r) for r in rows] for k, rows in sets.items()}
+    states = {k: cache_states(split, tokenize_prompts(tokenizer, p), Path(config.cache), f"eval-{k}")
+              for k, p in prompts.items()}
+    base_rows = model.get_output_embeddings().weight[torch.tensor(letter_token_ids(tokenizer))].detach().float()
+    out = {"zero-shot": {k: probs_of(split, base_rows, states[k], prompts[k]) for k in sets}}
+    peft = None
+    for name, folder in folders.items():
+        if peft is None:
+            peft = PeftModel.from_pretrained(model, folder, adapter_name=name)
+        else:
+            peft.load_adapter(folder, adapter_name=name)
+        peft.set_adapter(name)
+        peft.eval()
+        rows = _read_tensors(folder / HEAD_FILE)["weight"].float()
+        out[name] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
+        print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
+                     for k, v in out[name].items()}, flush=True)
+    return out
+
+
+def served_probs(url: str, rows: list) -> np.ndarray:
+    """Probabilities from a System One endpoint, one request per ticket (its questions together)."""
+    from core.decision.endpoint import open_model
+
+    items = [evalsets.item_from_row(r) for r in rows]
+    probs = reports.probabilities(open_model(url, "served"), items)
+    out = np.zeros((len(rows), 26))
+    for i, p in enumerate(probs):
+        out[i, : len(p)] = p
+    return out
+
+
+def main(config: SmolEvalConfig) -> dict:
+    torch.set_num_threads(config.threads)
+    t0 = time.time()
+    natural = read_partition(Path(config.natural), "test")
+    natural = natural[: config.natural_rows] if config.natural_rows else natural
+    synthetic = read_partition(Path(config.synthetic), "test")[: config.synthetic_rows]
+    probe = read_partition(Path(config.synthetic), "probe")[: config.probe_rows]
+    probs = arm_probs(config, {"natural": natural, "synthetic": synthetic, "probe": probe})
+    if config.tiny:
+        tiny = load_decider(config.tiny)
+        probs["tiny-rlcd"] = {"natural": option_probs(tiny.body, tiny.rows, tiny.tokenizer, [prompt_of(r) for r in natural]),
+                              "probe": option_probs(tiny.body, tiny.rows, tiny.tokenizer, [prompt_of(r) for r in probe])}
+    if config.served:
+        probs["served-rlcd"] = {"natural": served_probs(config.served, natural), "probe": probs["rlcd"]["probe"]}
+    report = {"rows": {"natural": len(natural), "synthetic": len(synthetic), "probe": len(probe)},
+              "config": {k: str(v) for k, v in vars(config).items()}, "natural": {}, "synthetic": {}, "paired": {}}
+    scores = {}
+    for name, by_set in probs.items():
+        for which, rows in (("natural", natural), ("synthetic", synthetic)):
+            if which in by_set:
+                scores[name, which] = score_rows(rows, by_set[which], probe, by_set["probe"])
+                report[which][name] = arm_report(scores[name, which], config.resamples, config.seed)
+                report[which][name].pop("reliability")
+    for which in ("natural", "synthetic"):
+        for a, b in PAIRS:
+            if (a, which) in scores and (b, which) in scores:
+                report["paired"][f"{which}:{a}-{b}"] = paired_report(scores[a, which], scores[b, which],
+                                                                     config.resamples, config.seed)
+    report["wall_s"] = round(time.time() - t0, 1)
+    if config.json:
+        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def summary_table(report: dict) -> str:
+    """Markdown: per arm and set, accuracy / ECE and the natural per-question accuracies."""
+    lines = ["| arm | set | accuracy | ECE | Brier | mean conf | department | priority | page-now |", "|---|" * 1 + "---|" * 8]
+    for which in ("natural", "synthetic"):
+        for name, arm in report[which].items():
+            kind = arm["by_kind"]
+            lines.append(f"| {name} | {which} | {arm['accuracy']:.3f} | {arm['ece']:.3f} | {arm['brier']:.3f} | "
+                         f"{arm['mean_confidence']:.3f} | {kind.get('choice', {}).get('accuracy', float('nan')):.3f} | "
+                         f"{kind.get('score', {}).get('accuracy', float('nan')):.3f} | "
+                         f"{kind.get('noul', {}).get('accuracy', float('nan')):.3f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(summary_table(main(parse_config(SmolEvalConfig))))
