@@ -6,7 +6,7 @@ does for the synthetic dataset (the manifest's ``source_weights`` is ``[1.0]``: 
 ``probe_per_kind`` is 0: the ambiguous rows of every split carry their 0.5/0.5 posterior instead).
 Deterministic: the same seed and counts give byte-identical files. ``--profile PATH`` also writes
 each split's make-up (shares of ambiguous, typo and no-keyword tickets, lengths, the department
-ceiling, the families it uses) as JSON.
+ceiling, the families it uses) and a word-memorising baseline fit on train (``word_baseline``) as JSON.
 
     python -m train.decision_natural_data --out runs/data/natural --seed 0 --profile results/decision_natural_data.json
 """
@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.decision.data.natural import natural_contexts, split_profile
+from core.decision.data.rows import DecisionRow
 from core.decision.data.store import Manifest, write_manifest, write_rows
 from core.decision.data.ticket_families import SPLITS
+from core.stats import bootstrap_mean
 
 DEFAULT_TICKETS = {"train": 2000, "val": 200, "test": 400}
 
@@ -38,24 +40,60 @@ class NaturalDataConfig:
             raise ValueError(f"tickets needs a count for each of {SPLITS}, got {sorted(self.tickets)}")
         if any(n < 0 for n in self.tickets.values()):
             raise ValueError(f"ticket counts must be >= 0, got {self.tickets}")
+        if self.profile is not None and self.tickets["train"] < 4:
+            # the baseline needs every class in train; the first block of four tickets holds them all
+            raise ValueError(f"--profile fits a baseline on train: it needs >= 4 train tickets, got {self.tickets['train']}")
+
+
+def word_baseline(train: list[list[DecisionRow]], evaluations: dict[str, list[list[DecisionRow]]]) -> dict:
+    """Accuracy of a word-memorising classifier per question, fit on ``train``, on each evaluation set.
+
+    TF-IDF over word 1-2-grams and a logistic regression per question (department, priority, page),
+    95% bootstrap intervals over tickets. It scores near the ceiling on fresh tickets of the training
+    families and far lower on held-out families: the gap is what the family-disjoint split buys.
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer  # only the profile needs it
+    from sklearn.linear_model import LogisticRegression
+
+    out: dict = {name: {} for name in evaluations}
+    for q, question in enumerate(("department", "priority", "page")):
+        def answers(contexts):
+            return [rows[q].options[rows[q].label] for rows in contexts]
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2))
+        features = vectorizer.fit_transform([rows[q].state for rows in train])
+        classifier = LogisticRegression(max_iter=2000, C=10.0).fit(features, answers(train))
+        for name, contexts in evaluations.items():
+            guessed = classifier.predict(vectorizer.transform([rows[q].state for rows in contexts]))
+            hits = [float(g == a) for g, a in zip(guessed, answers(contexts))]
+            out[name][question] = bootstrap_mean(hits).as_dict()
+    return out
 
 
 def main(config: NaturalDataConfig) -> Manifest:
     """Draw every split, write it and the manifest; return the manifest."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    files, profiles = {}, {}
+    files, drawn = {}, {}
     for split in SPLITS:
-        contexts = natural_contexts(split, config.tickets[split], config.seed)
-        files[f"{split}.jsonl"] = write_rows(out / f"{split}.jsonl", [row for rows in contexts for row in rows])
-        profiles[split] = split_profile(contexts)
+        drawn[split] = natural_contexts(split, config.tickets[split], config.seed)
+        files[f"{split}.jsonl"] = write_rows(out / f"{split}.jsonl", [row for rows in drawn[split] for row in rows])
     manifest = Manifest(seed=config.seed, contexts={s: config.tickets[s] for s in SPLITS}, source_weights=[1.0],
                         probe_per_kind=0, files=files)
     write_manifest(out, manifest)
     if config.profile is not None:
-        Path(config.profile).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.profile).write_text(json.dumps({"seed": config.seed, "splits": profiles}, indent=2) + "\n")
+        write_profile(config, drawn)
     return manifest
+
+
+def write_profile(config: NaturalDataConfig, drawn: dict[str, list[list[DecisionRow]]]) -> None:
+    """Each split's make-up, and the word baseline on val, test and fresh tickets of the training families."""
+    # the fresh draw uses the next seed: same families and templates as train, tickets it did not hold
+    fresh = natural_contexts("train", config.tickets["test"], config.seed + 1)
+    baseline = word_baseline(drawn["train"], {"val": drawn["val"], "test": drawn["test"], "train_families_fresh": fresh})
+    profile = {"seed": config.seed, "splits": {s: split_profile(drawn[s]) for s in SPLITS},
+               "word_baseline": baseline}
+    Path(config.profile).parent.mkdir(parents=True, exist_ok=True)
+    Path(config.profile).write_text(json.dumps(profile, indent=2) + "\n")
 
 
 def parse_args(argv=None) -> NaturalDataConfig:

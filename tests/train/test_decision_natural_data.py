@@ -7,7 +7,7 @@ import pytest
 from core.decision.data.natural import natural_contexts, split_profile
 from core.decision.data.store import read_manifest, read_partition
 from train import decision_natural_data
-from train.decision_natural_data import NaturalDataConfig, main, parse_args
+from train.decision_natural_data import NaturalDataConfig, main, parse_args, word_baseline
 
 
 def test_writes_three_splits_readable_through_the_store(tmp_path):
@@ -25,9 +25,22 @@ def test_profile_is_written_when_asked(tmp_path):
     profile = json.loads((tmp_path / "p.json").read_text())
     assert profile["seed"] == 0 and list(profile["splits"]) == ["train", "val", "test"]
     assert profile["splits"]["train"] == split_profile(natural_contexts("train", 8, 0))
+    baseline = profile["word_baseline"]
+    assert set(baseline) == {"val", "test", "train_families_fresh"}
+    assert all(set(b) == {"department", "priority", "page"} for b in baseline.values())
+    assert baseline["test"]["page"]["n"] == 4 and 0.0 <= baseline["test"]["page"]["mean"] <= 1.0
     main(NaturalDataConfig(out=tmp_path / "b", tickets={"train": 1, "val": 1, "test": 1}))
     assert not (tmp_path / "b" / "p.json").exists() and sorted(p.name for p in (tmp_path / "b").iterdir()) == [
         "manifest.json", "test.jsonl", "train.jsonl", "val.jsonl"]
+
+
+def test_word_baseline_memorises_seen_families_and_fails_held_out_ones():
+    train = natural_contexts("train", 200, 0)
+    result = word_baseline(train, {"seen": natural_contexts("train", 100, 1), "test": natural_contexts("test", 100, 0)})
+    # priority is fixed by the urgency phrase: memorised phrases give it (typos aside), new ones do not
+    assert result["seen"]["priority"]["mean"] > 0.9
+    assert result["test"]["priority"]["mean"] < 0.7
+    assert result["seen"]["department"]["mean"] > result["test"]["department"]["mean"] + 0.2
 
 
 def test_same_config_gives_byte_identical_files(tmp_path):
@@ -46,4 +59,6 @@ def test_defaults_and_refusals():
         NaturalDataConfig(tickets={"train": 1, "val": 1})
     with pytest.raises(ValueError, match=">= 0"):
         NaturalDataConfig(tickets={"train": 1, "val": -1, "test": 1})
+    with pytest.raises(ValueError, match=">= 4 train tickets"):
+        NaturalDataConfig(tickets={"train": 3, "val": 1, "test": 1}, profile="p.json")
     assert decision_natural_data.__doc__.count("python -m train.decision_natural_data") == 1

@@ -3,6 +3,7 @@
 import random
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +207,17 @@ def test_split_profile_counts_what_was_drawn(drawn):
     assert sum(profile["departments"].values()) == N and profile["page_now"] == 0.5
     assert set(profile["families"]) == {f.name for f in families_in("test", ISSUE_FAMILIES)}
     assert split_profile([]) == {"tickets": 0}
+
+
+def test_the_docs_family_table_is_the_codes():
+    """docs/decision_models.md's split table names exactly the families each split holds."""
+    docs = (Path(__file__).resolve().parents[4] / "docs" / "decision_models.md").read_text()
+    section = docs.split("## Natural tickets: a transfer test", 1)[1]
+    documented = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in [*DEPARTMENTS, *PRIORITIES]:
+            for split, names in zip(SPLITS, cells[1:]):
+                documented.update({name.strip(): (cells[0], split) for name in names.split(",")})
+    coded = {f.name: (f.label, f.split) for f in [*ISSUE_FAMILIES, *URGENCY_FAMILIES]}
+    assert documented == coded
