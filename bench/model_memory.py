@@ -2,12 +2,16 @@
 
 Every available policy and decision model of the one list (``core.models.lists.all_entries``) loads
 through one ``ModelCache`` (the process's LRU bound, ``CLARIFYLAB_MODEL_MEMORY_MB``, default 2 GB);
-after each load the bench records the bytes the cache holds and this process's resident memory.
+after each load the bench records the bytes the caches hold (each tensor once: SmolLM2's adapter,
+packaged policy and Decisions pipeline share one copy of the base, ``core.models.bases``), what
+they would hold with no sharing, the bases loaded (each once, however many models use it) and this
+process's resident memory.
 ``--quick`` loads only the small shipped models (no SmolLM2, no adapter over it), for the test.
 
     python bench/model_memory.py [--quick] [--json OUT]
 
-The headline (last line) gives the peak resident memory and the most model bytes held, beside the bound.
+The headline (last line) gives the peak resident memory and the most model bytes held (and without
+sharing), beside the bound.
 """
 
 import argparse
@@ -27,7 +31,7 @@ def rss_mb() -> float:
 
 def run(quick: bool) -> dict:
     from core.decision.model import open_decider
-    from core.models import availability, lists
+    from core.models import availability, bases, lists
     from core.models.cache import ModelCache
     from core.models.memory import LOADED, memory_bound
 
@@ -41,9 +45,11 @@ def run(quick: bool) -> dict:
         cache.get(entry) if entry.kind == "policy" else cache.decider(entry)
         rss, peak = rss_mb()
         series.append({"model": entry.key, "kind": entry.kind, "load_s": round(time.perf_counter() - start, 2),
-                       "held_mb": round(LOADED.total() / 2**20, 1), "rss_mb": round(rss, 1), "peak_mb": round(peak, 1)})
+                       "held_mb": round(LOADED.total() / 2**20, 1), "apart_mb": round(LOADED.total_apart() / 2**20, 1),
+                       "bases": len(bases.loaded_bases()), "rss_mb": round(rss, 1), "peak_mb": round(peak, 1)})
     return {"quick": quick, "bound_mb": memory_bound() / 2**20, "series": series,
             "held_max_mb": max((s["held_mb"] for s in series), default=0.0),
+            "apart_max_mb": max((s["apart_mb"] for s in series), default=0.0),
             "peak_rss_mb": max((s["peak_mb"] for s in series), default=rss_mb()[1]), "held_at_end": LOADED.labels()}
 
 
@@ -54,12 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args.quick)
     for row in result["series"]:
-        print(f"{row['model']:<40} {row['kind']:<8} {row['load_s']:>6.2f} s  held {row['held_mb']:>7.1f} MB  "
-              f"rss {row['rss_mb']:>7.1f} MB")
+        print(f"{row['model']:<40} {row['kind']:<8} {row['load_s']:>6.2f} s  held {row['held_mb']:>7.1f} MB "
+              f"(unshared {row['apart_mb']:>7.1f})  bases {row['bases']}  rss {row['rss_mb']:>7.1f} MB")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     print(f"model_memory: {len(result['series'])} models loaded in turn: peak resident {result['peak_rss_mb']:.0f} MB, "
-          f"model bytes held at most {result['held_max_mb']:.0f} MB, bound {result['bound_mb']:.0f} MB")
+          f"model bytes held at most {result['held_max_mb']:.0f} MB ({result['apart_max_mb']:.0f} MB unshared), "
+          f"bound {result['bound_mb']:.0f} MB")
     return 0
 
 

@@ -3,9 +3,10 @@
 Modules: ``entries`` (``ModelEntry``, ``Availability``, the shipped, packaged and published models
 as data, ``parse_spec``), ``availability`` (the one acceptance rule for a folder, every ``check_*``),
 ``lists`` (the one list both tabs show, typed keys), ``loader`` (the one loader of a causal LM folder,
-GGUF file or LoRA adapter), ``cache`` (the one load-once cache, ``pick``) and ``memory`` (the
-process's LRU bound on loaded models' bytes). Importing the package
+GGUF file or LoRA adapter; ``shared_causal_lm``), ``bases`` (one copy of a base per process, shared
+by every model built on it), ``cache`` (the one load-once cache, ``pick``) and ``memory`` (the
+process's LRU bound on loaded models' bytes, a shared base counted once). Importing the package
 imports no torch: only loading does.
 """
 
-__all__ = ["availability", "cache", "entries", "lists", "loader", "memory"]
+__all__ = ["availability", "bases", "cache", "entries", "lists", "loader", "memory"]

@@ -4,9 +4,11 @@ read-only by every session, each under its own lock so two sessions never load t
 ``get`` returns a policy (``LoadedModel``), downloading a hub entry only on this explicit load and
 only when the hub is allowed; ``decider`` a decision model, built by the ``open_decider`` the cache
 is given (``core.decision`` knows which class answers for which folder; this wing knows only files);
-``pick`` loads the models a picker names. Memory is bounded: ``_keep``, the one place a model enters
-``_models``, records its bytes in the process's ``core.models.memory.LOADED``, which drops the least
-recently used models (of any cache) past ``CLARIFYLAB_MODEL_MEMORY_MB``; a hit makes a model recent.
+``pick`` loads the models a picker names. A policy is built over the process's one copy of its base
+(``core.models.bases``; int8 loads excepted), so an adapter adds only its own weights. Memory is
+bounded: ``_keep``, the one place a model enters ``_models``, records its tensors in the process's
+``core.models.memory.LOADED``, which drops the least recently used models (of any cache) past
+``CLARIFYLAB_MODEL_MEMORY_MB``, a shared base counted once; a hit makes a model recent.
 """
 
 import threading
@@ -18,7 +20,7 @@ from core.models.availability import check, check_decision
 from core.models.entries import ModelEntry
 from core.models.lists import find_decision
 from core.models.loader import LoadedModel, ModelLoadError, Progress, fetch_from_hub, load_folder, quiet
-from core.models.memory import LOADED, LoadedSet, model_bytes
+from core.models.memory import LOADED, LoadedSet, model_tensors
 
 OpenDecider = Callable[[ModelEntry, Path | None], Any]
 """Builds the decision model for a checked entry and its folder (None for an endpoint)."""
@@ -48,7 +50,7 @@ class ModelCache:
         if not found.ok:
             raise ModelLoadError(f"{entry.key} is unavailable: {found.message}")
         return self._once(("policy", str(found.path.resolve()), int8),
-                          lambda: load_folder(entry, found.path, int8, progress),
+                          lambda: load_folder(entry, found.path, int8, progress, shared=True),
                           lambda: progress(1.0, f"{entry.key} already loaded"))
 
     def decider(self, entry: ModelEntry) -> Any:
@@ -81,7 +83,7 @@ class ModelCache:
         """The one place a loaded model enters the cache; least recently used ones past the bound leave."""
         self._models[key] = model
         label = model.entry.key if isinstance(model, LoadedModel) else str(key[1])
-        self.loaded_set.add(id(self), key, model_bytes(model), lambda old: self._models.pop(old, None), label)
+        self.loaded_set.add(id(self), key, model_tensors(model), lambda old: self._models.pop(old, None), label)
 
 
 def pick(cache: ModelCache, models_dir: str | Path | None, keys: dict[str, str | None]) -> tuple[dict, dict[str, str]]:

@@ -3,11 +3,13 @@
 ``causal_lm`` is the one place in ``core`` that reads causal-LM weights (remote code always off;
 our decision models' transformers class falls back to it too); ``load_causal_lm`` gives it fp32
 and a tokenizer, ``load_folder`` adds the chat template (our shipped tool template for a packaged GGUF file) and
-optional int8, ``load_adapter`` puts an adapter over its base (merged for play, apart and
-trainable for GRPO), ``load_location`` checks any location by the one rule
-(``core.models.availability``) and loads it (``python -m core.runs.eval``'s ``model:PATH``, GRPO),
-and ``decision_pipeline`` builds transformers' ``pipeline("decision")`` over a folder or GGUF file.
-Loading once per process is ``core.models.cache``'s job.
+optional int8, ``load_adapter`` puts an adapter over its base, ``load_location`` checks any location by
+the one rule (``core.models.availability``) and loads it, and ``decision_pipeline`` builds
+transformers' ``pipeline("decision")`` over a folder or GGUF file. With ``shared`` (the app's caches,
+``shared_causal_lm``) a model is built over the process's one copy of its base (``core.models.bases``)
+and an adapter stays unmerged on it; without (scripts: eval, SFT, GRPO; int8) it gets private
+weights, an adapter merged for play or apart and trainable. Loading once per process is
+``core.models.cache``'s job.
 """
 
 import warnings
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from core.models import entries
+from core.models import bases, entries
 from core.models.availability import adapter_base, base_location, cached_snapshot, check, is_adapter
 from core.models.entries import (GGUF_SUFFIX, TOKENIZER_FILES, Availability, ModelEntry, local_entry, packaged_entry,
                                  shown_path)
@@ -101,14 +103,28 @@ def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = q
     return model.eval(), tokenizer
 
 
-def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -> LoadedModel:
+def open_weights(path: Path, progress: Progress = quiet, shared: bool = False) -> tuple[Any, Any]:
+    """(model, tokenizer) of a folder or ``.gguf`` file: private weights, or (``shared``) a module tree of
+    its own over the process's one copy of the base (``core.models.bases``), loaded on first use."""
+    if not shared:
+        folder, gguf = (path.parent, path.name) if path.suffix == GGUF_SUFFIX else (path, None)
+        return load_causal_lm(folder, gguf, progress)
+    known = bases.base_key(path) in bases.loaded_bases()
+    base = bases.shared_base(path, lambda folder, gguf: load_causal_lm(folder, gguf, progress))
+    if known:
+        progress(0.6, f"{base.params / 1e6:.1f} M-parameter base already loaded: sharing its weights")
+    return bases.build(base)
+
+
+def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress, shared: bool = False) -> LoadedModel:
     """Load tokenizer and causal LM from a checked local folder (or a ``.gguf`` file, dequantised, or
-    an adapter folder over its base), with a chat template, optionally int8."""
+    an adapter folder over its base), with a chat template, optionally int8. ``shared``: over the
+    process's one copy of the base; int8 never shares (quantising rewrites the Linear layers in place)."""
     if path.is_dir() and is_adapter(path):
-        return load_adapter(entry, path, int8, progress)
-    folder, gguf = (path.parent, path.name) if path.suffix == GGUF_SUFFIX else (path, None)
+        return load_adapter(entry, path, int8, progress, shared=shared)
+    gguf = path.name if path.suffix == GGUF_SUFFIX else None
     try:
-        model, tokenizer = load_causal_lm(folder, gguf, progress)
+        model, tokenizer = open_weights(path, progress, shared and not int8)
     except Exception as exc:  # transformers raises many types for a broken folder
         raise ModelLoadError(f"{entry.key}: could not load {shown_path(path)}: {type(exc).__name__}: {exc}") from exc
     template = gguf_template(path) if gguf else None
@@ -126,11 +142,14 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress) -
     return LoadedModel(entry, path, model, tokenizer, int8, params)
 
 
-def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, trainable: bool = False) -> LoadedModel:
-    """A LoRA adapter folder: its base loaded in fp32 and the adapter applied, merged into the base
-    weights for play (a turn costs what the base's does) or kept apart and trainable (GRPO after
-    the warmup). The folder's chat template (and tokenizer, when it holds one; else the base's) are
-    the ones it was trained with."""
+def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, trainable: bool = False,
+                 shared: bool = False) -> LoadedModel:
+    """A LoRA adapter folder: its base loaded in fp32 and the adapter applied. ``shared`` (not int8,
+    not trainable): unmerged on a tree over the process's one copy of the base, so its low-rank
+    weights are its only bytes (a turn costs a little more than the base's). Otherwise on private
+    weights: merged for play (a turn costs what the base's does) or kept apart and trainable (GRPO
+    after the warmup). The folder's chat template (and tokenizer, when it holds one; else the
+    base's) are the ones it was trained with."""
     from peft import PeftModel
     from transformers import AutoTokenizer
 
@@ -140,7 +159,8 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
         raise ModelLoadError(f"{entry.key}: {exc}") from None
     if not found.ok:
         raise ModelLoadError(f"{entry.key}: the adapter's base is unavailable: {found.message}")
-    base = load_folder(entry, found.path, False, progress)
+    shared = shared and not (int8 or trainable)
+    base = load_folder(entry, found.path, False, progress, shared)
     progress(0.7, f"applying the LoRA adapter in {shown_path(path)}")
     own_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
     try:
@@ -149,7 +169,9 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
     except Exception as exc:  # peft and transformers raise many types for a broken adapter
         raise ModelLoadError(f"{entry.key}: could not apply the adapter in {shown_path(path)}: "
                              f"{type(exc).__name__}: {exc}") from exc
-    if not trainable:
+    if shared:  # the base's tree with LoRA layers in its Linears; the shared weights stay as they are
+        model = model.get_base_model().eval()
+    elif not trainable:
         model = model.merge_and_unload()
         model.eval()
     template = path / "chat_template.jinja"
@@ -159,13 +181,16 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
         tokenizer.chat_template = base.tokenizer.chat_template
     if int8:
         model = quantize_int8(model)
-    progress(1.0, f"{entry.key} ready ({base.params / 1e6:.1f} M parameters with its LoRA adapter merged)")
+    how = "over the shared base" if shared else "merged"
+    progress(1.0, f"{entry.key} ready ({base.params / 1e6:.1f} M parameters with its LoRA adapter {how})")
     return LoadedModel(entry, path, model, tokenizer, int8, base.params)
 
 
-def load_location(location: str | Path, trainable: bool = False, progress: Progress = quiet) -> LoadedModel:
+def load_location(location: str | Path, trainable: bool = False, progress: Progress = quiet,
+                  shared: bool = False) -> LoadedModel:
     """Check a location by the one rule and load it: a packaged ``distribution/file``, a ``.gguf``
-    file, an adapter folder (``trainable``: kept apart, for GRPO) or a model folder.
+    file, an adapter folder (``trainable``: kept apart, for GRPO) or a model folder; ``shared`` (never
+    with ``trainable``, whose weights are always private) over the process's one copy of its base.
 
     Raises:
         ModelLoadError: the check's reason (what is missing), or why loading failed.
@@ -175,8 +200,24 @@ def load_location(location: str | Path, trainable: bool = False, progress: Progr
     if not found.ok:
         raise ModelLoadError(found.message)
     if found.path.is_dir() and is_adapter(found.path):
-        return load_adapter(entry, found.path, False, progress, trainable)
-    return load_folder(entry, found.path, False, progress)
+        return load_adapter(entry, found.path, False, progress, trainable, shared)
+    return load_folder(entry, found.path, False, progress, shared and not trainable)
+
+
+def shared_causal_lm(location: str | Path, progress: Progress = quiet) -> LoadedModel:
+    """A causal LM for ``location`` over this process's one copy of its base, for read-only use.
+
+    ``location`` is what ``load_location`` takes (a packaged ``distribution/file``, a ``.gguf`` file,
+    a model folder or a LoRA adapter folder). The model is a module tree of its own (its own
+    generation slot and KV store) whose base tensors are shared with every other model built on the
+    same base; an adapter's LoRA layers sit unmerged in its Linears, so ``.model.model`` is the
+    adapted body (a letter head reads its hidden states). Never for training: use
+    ``load_location(location, trainable=True)``.
+
+    Raises:
+        ModelLoadError: the check's reason, or why loading failed.
+    """
+    return load_location(location, progress=progress, shared=True)
 
 
 def fetch_from_hub(entry: ModelEntry, cache_dir: str | Path | None, progress: Progress) -> Availability | None:
@@ -203,16 +244,16 @@ def decision_pipeline(location: str | Path) -> Any:
     """transformers' ``pipeline("decision", model=location)`` on CPU in fp32; never runs remote code.
 
     ``location`` is a local folder, a cached hub id, or a ``.gguf`` file (or a folder holding one),
-    which ``load_causal_lm`` loads first: the pipeline takes no ``gguf_file``.
+    which ``open_weights`` builds first over the process's shared base: the pipeline takes no ``gguf_file``.
     """
     import torch
     from transformers import pipeline
 
     path = Path(location).expanduser()
     gguf = path.name if path.suffix == GGUF_SUFFIX else (gguf_file(path) if path.is_dir() else None)
-    if gguf:
+    if gguf:  # over the process's one copy of the base (the Live policy of the same file shares it)
         folder = path.parent if path.suffix == GGUF_SUFFIX else path
-        model, tokenizer = load_causal_lm(folder, gguf)
+        model, tokenizer = open_weights(folder / gguf, shared=True)
         model.name_or_path = str(folder)  # where the pipeline looks for a decision.json
         pipe = pipeline("decision", model=model, tokenizer=tokenizer, device="cpu")
     else:

@@ -18,4 +18,5 @@ def test_loading_the_listed_models_in_turn_stays_under_the_bound(tmp_path):
     result = json.loads(out.read_text())
     assert result["bound_mb"] == 12 and result["held_max_mb"] <= 12  # two 9.7 MB policies never held at once
     assert len(result["series"]) >= 2 and "clarify-grpo" not in result["held_at_end"]
+    assert all(row["held_mb"] <= row["apart_mb"] for row in result["series"])  # sharing never adds bytes
     assert done.stdout.strip().splitlines()[-1].startswith("model_memory: ")
