@@ -5,7 +5,9 @@ question): builder parsing, state parsing, the token-limit check, the Decider ca
 figure and the table, exactly what a click runs. The model is a shipped export
 (``checkpoints/decision-rlcd`` by default); when it is absent the bench says so and uses a random
 body of the shipped shape instead. Also reported: the model call alone, the same request with two
-models side by side, and (unless --quick) the ``/score`` endpoint over HTTP via ``gradio_client``.
+models side by side, (unless --quick) the ``/score`` endpoint over HTTP via ``gradio_client``, and the
+same Ask on the real-body arm (``checkpoints/decision-smollm2-rlcd``, a LoRA adapter over
+SmolLM2-135M-Instruct; goal: under 1 s on 2 CPUs) when it is installed.
 
     python bench/decisions_latency.py --quick --json runs/decisions_latency.json
 """
@@ -33,6 +35,8 @@ from demo.decisions import builder  # noqa: E402
 from demo.decisions import handlers as h  # noqa: E402
 
 GOAL_MS = 300.0
+REAL_GOAL_MS = 1000.0
+"""The real body's goal (issue 26): a 3-question request in under a second on 2 CPUs."""
 SHIPPED_SHAPE = dict(hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, intermediate=384)
 """The shape train/decision_tokenizer.py gives the shipped decision models (stand-in only)."""
 
@@ -84,6 +88,9 @@ def http_score(models_dir: str, key: str, state: str, questions: dict, repeats: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=ROOT / "checkpoints" / "decision-rlcd")
+    parser.add_argument("--real-model", type=Path, default=ROOT / "checkpoints" / "decision-smollm2-rlcd",
+                        help="the real-body arm timed beside it (skipped when absent)")
+    parser.add_argument("--real-threads", type=int, default=2, help="torch threads for the real body (2 CPUs)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no HTTP measurement")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -106,7 +113,14 @@ def main() -> None:
         }
         if not args.quick:
             results["http_score"] = http_score(models_dir, keys[0], state, questions, repeats)
-    for name in ("model_call_only", "handler_two_models", "http_score"):
+        if (args.real_model / "decision.json").is_file():
+            torch.set_num_threads(args.real_threads)
+            real_dir, real = str(args.real_model.parent), args.real_model.name
+            h.ask(real_dir, real, "", state, n, *fields)  # loads the base once (not timed)
+            results["real_body_handler"] = {**timed(lambda: h.ask(real_dir, real, "", state, n, *fields), max(5, repeats // 2)),
+                                            "model": real, "threads": args.real_threads, "goal_ms": REAL_GOAL_MS}
+            torch.set_num_threads(args.threads)
+    for name in ("model_call_only", "handler_two_models", "http_score", "real_body_handler"):
         if name in results:
             r = results[name]
             print(f"{name:>20}: median {r['median_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms")
