@@ -4,7 +4,7 @@ A real base (SmolLM2-135M-Instruct, ~540 MB in fp32) cannot ship in every arm's 
 the adapter (``adapter_config.json`` naming the base, ``adapter_model.safetensors``), its 26 letter
 rows (``decision_head.safetensors``, as the published layout keeps them), the tokenizer it read with,
 the base's ``config.json`` (so transformers' ``pipeline("decision")`` finds the body type), and ``decision.json`` (format ``clarifylab-decision-adapter-v1``) hashing every one of those files
-AND the base's weights file. Loading goes through the one causal-LM loader (``core.models.loader``),
+AND the base's weights file. Loading goes through the one causal-LM loader (``core.models.loader.shared_causal_lm``: one copy of the base per process, the adapter unmerged over it),
 so the base is checked by the same folder rule as every other model; the Decider over it is the
 unchanged shared-prefill one.
 
@@ -24,7 +24,7 @@ from core.decision.decider import Decider, Limits
 from core.decision.export import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
                                   _read_tensors, adds_bos, portable_tokenizer_config, sha256_file)
 from core.decision.prompt import LETTER_TOKENS, encode, letter_token_ids
-from core.models.entries import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
 
 FORMAT = "clarifylab-decision-adapter-v1"
 
@@ -121,12 +121,12 @@ def read_adapter_card(directory: Path) -> AdapterCard:
 
 def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) -> Decider:
     """Verify the folder, load base + adapter through the one loader, and build the Decider."""
-    from core.models.loader import ModelLoadError, load_location
+    from core.models.loader import ModelLoadError, shared_causal_lm
 
     root = Path(directory)
     card = read_adapter_card(root)
     try:
-        loaded = load_location(root)
+        loaded = shared_causal_lm(root)
     except ModelLoadError as err:
         raise DecisionExportError(str(err)) from None
     body = loaded.model.get_decoder()
@@ -137,6 +137,7 @@ def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) ->
     if adds_bos(loaded.tokenizer) != card.prepend_bos:
         raise DecisionExportError(f"{CARD_FILE} says prepend_bos={card.prepend_bos}; the tokenizer disagrees")
     decider = Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
+    decider.design = ADAPTER_DESIGN
     decider.training_tokenizer = None  # a 49k-token web vocabulary knows every word: no familiarity signal
     return decider
 

@@ -82,10 +82,12 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
 
     def __init__(self, config, decider=None):
         super().__init__(config)
-        self.model = decider.body if decider is not None else torch.nn.Identity()
-        rows = decider.rows if decider is not None else torch.zeros(26, config.hidden_size)
-        self.register_buffer("letter_rows", rows, persistent=False)
+        self.model = torch.nn.Identity()
+        self.register_buffer("letter_rows", torch.zeros(26, config.hidden_size), persistent=False)
         self.post_init()
+        if decider is not None:  # after post_init, whose weight initialisation must never reach a loaded
+            self.model = decider.body  # body (an adapter's LoRA layers, or a base other models share)
+            self.letter_rows = decider.rows
         self.decider = decider
 
     @classmethod

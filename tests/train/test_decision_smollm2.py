@@ -12,29 +12,13 @@ from core.decision.adapter import DecisionExportError, load_adapter_decider
 from core.decision.batches import Prompt, collate, tokenize_prompts
 from core.decision.prompt import letter_token_ids
 from core.decision.questions import Choice
-from core.decision.random_model import letter_tokenizer
 from core.decision.readout import option_logits
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama
 from train.decision_smollm2 import SmolConfig, SplitBody, main, probs_of
-
-TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory) -> Path:
-    """A random 4-layer Llama with the letter-safe tokenizer and a chat template, saved as a folder."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    path = tmp_path_factory.mktemp("base")
-    tok = letter_tokenizer()
-    tok.chat_template = TEMPLATE
-    tok.pad_token = tok.pad_token or tok.eos_token or "<|endoftext|>"
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                         tie_word_embeddings=True, pad_token_id=tok.pad_token_id)
-    LlamaForCausalLM(config).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return build_tiny_llama(tmp_path_factory.mktemp("base"))
 
 
 @pytest.fixture(scope="module")

@@ -91,3 +91,20 @@ def test_a_plain_pipeline_without_our_import_refuses_saying_what_to_import(expor
                           env=env, timeout=300)
     assert done.returncode != 0
     assert "`import core.decision.auto_model`" in done.stderr and "rlcd-decision-only-v1" in done.stderr
+
+
+def test_an_adapter_arm_answers_through_the_pipeline_as_its_decider(tmp_path):
+    """A LoRA arm over a real base (here a tiny random Llama) in transformers' own pipeline."""
+    from core.decision.adapter import load_adapter_decider
+    from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm
+
+    arm = export_tiny_arm(tmp_path / "arm", build_tiny_llama(tmp_path / "base"))
+    before = load_adapter_decider(arm)  # holds the shared base the pipeline's model is built over
+    ours = before.score(REQUESTS[0])["answers"]
+    pipe = pipeline("decision", model=str(arm))
+    assert isinstance(pipe.model, LetterReadoutForDecision)
+    theirs = pipe(REQUESTS[0])
+    assert before.score(REQUESTS[0])["answers"] == ours  # building the pipeline re-initialised no shared weight
+    assert list(theirs) == list(ours)
+    for name, answer in theirs.items():
+        assert system_one.probabilities_of(answer) == pytest.approx(system_one.probabilities_of(ours[name]), abs=1e-5)

@@ -4,6 +4,7 @@ import pytest
 
 from core.decision import system_one
 from core.decision.model import (
+    ADAPTER_DESIGN,
     ENDPOINT_DESIGN,
     HEAD_SOURCE,
     KINDS,
@@ -20,6 +21,7 @@ from core.decision.option.decider import OptionDecider
 from core.decision.option.model import OptionModel
 from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm
 from tests.fixtures.tiny_chat import build_tiny_chat
 from tests.fixtures.tiny_decision import export_tiny
 
@@ -33,6 +35,7 @@ def kinds(tmp_path_factory, letter_tok) -> dict:
     body = random_body(len(letter_tok), seed=3, hidden=32, layers=2, heads=4, kv_heads=2, head_dim=8)
     return {
         LETTER_DESIGN: load_model(LETTER_DESIGN, export_tiny(root / "letter"), "tiny-letter"),
+        ADAPTER_DESIGN: load_model(ADAPTER_DESIGN, export_tiny_arm(root / "arm", build_tiny_llama(root / "base")), "tiny-arm"),
         "option": OptionDecider(OptionScorer(OptionModel(body, head_hidden=16), letter_tok), "tiny-option"),
         PIPELINE_DESIGN: load_model(PIPELINE_DESIGN, build_tiny_chat(root / "chat"), "tiny-chat"),
         ENDPOINT_DESIGN: load_model(ENDPOINT_DESIGN, "http://127.0.0.1:9/v1/systemone", "url"),  # never called
@@ -48,6 +51,7 @@ def test_every_kind_implements_the_protocol(kinds):
 
 @pytest.mark.parametrize("kind, source, own_vocabulary", [
     (LETTER_DESIGN, MAX_P_SOURCE, True),      # our letter readout: rescaled max p, its own tokenizer
+    (ADAPTER_DESIGN, MAX_P_SOURCE, False),    # a LoRA arm over a real base: its web vocabulary is no signal
     ("option", HEAD_SOURCE, True),            # the option scorer: its head, decision-rlcd's tokenizer
     (PIPELINE_DESIGN, MAX_P_SOURCE, False),   # any chat model: System One's rescaled max p, not our vocabulary
     (ENDPOINT_DESIGN, REPORTED_SOURCE, False),  # a URL: whatever it reports
