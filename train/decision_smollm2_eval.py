@@ -38,6 +38,7 @@ class SmolEvalConfig:
 
     arms: str = field(default="warmup=checkpoints/decision-smollm2-warmup,rlcd=checkpoints/decision-smollm2-rlcd,"
                               "rlvr=checkpoints/decision-smollm2-rlvr", metadata={"help": "name=folder, comma-separated"})
+    base: str = field(default=BASE, metadata={"help": "the base every arm adapts (the packaged SmolLM2 GGUF)"})
     natural: str = field(default="runs/data/natural", metadata={"help": "natural-ticket dataset (test.jsonl)"})
     synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset (test, probe)"})
     natural_rows: int = field(default=0, metadata={"help": "first N natural test rows (0 = all)"})
@@ -71,7 +72,7 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
     from core.models.loader import load_location
 
     folders = arm_dirs(config.arms)
-    loaded = load_location(BASE)
+    loaded = load_location(config.base)
     model, tokenizer = loaded.model, loaded.tokenizer
     split = SplitBody.of(model.get_decoder(), adapted_layers(folders))
     prompts = {k: [prompt_of(r) for r in rows] for k, rows in sets.items()}

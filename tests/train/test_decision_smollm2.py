@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from core.decision.adapter import DecisionExportError, load_adapter_decider
 from core.decision.batches import Prompt, collate, tokenize_prompts
+from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
 from core.decision.questions import Choice
 from core.decision.readout import option_logits
@@ -88,3 +89,39 @@ def test_a_changed_adapter_file_is_refused(tiny_base, natural_data, tmp_path):
     head.write_bytes(head.read_bytes()[:-4] + b"\0\0\0\0")
     with pytest.raises(DecisionExportError, match="decision_head.safetensors: sha256 does not match"):
         load_adapter_decider(arm)
+
+
+def test_eval_and_ship_over_tiny_arms(tiny_base, natural_data, tmp_path):
+    """train/decision_smollm2_eval.py scores every arm and the zero-shot base from one cache (the cache's
+    exactness is tested above); train/decision_smollm2_ship.py copies an arm with its card and records,
+    and the copy answers as the run's export."""
+    import subprocess
+    import sys
+
+    from train import decision_smollm2_eval as ev
+    from train import decision_smollm2_ship as ship
+
+    synthetic = tmp_path / "synthetic"
+    subprocess.run([sys.executable, "-m", "train.decision_data", "--out", str(synthetic), "--format", "2", "--warmup", "2",
+                    "--rl", "2", "--val", "2", "--test", "4", "--cued-format", "0", "--cued-warmup", "0", "--cued-rl", "0",
+                    "--probe-per-kind", "3"], check=True, capture_output=True)
+    common = dict(base=str(tiny_base), natural=str(natural_data), natural_share=1.0, rows=12, val_rows=6,
+                  top_layers=2, rank=2, alpha=4, steps=1, batch=6, eval_every=1, threads=1)
+    for stage in ("warmup", "rlcd"):
+        main(SmolConfig(stage=stage, out=str(tmp_path / "runs" / stage), **common,
+                        **({"init": str(tmp_path / "runs" / "warmup" / "model")} if stage == "rlcd" else {})))
+    arms = f"warmup={tmp_path}/runs/warmup/model,rlcd={tmp_path}/runs/rlcd/model"
+    report = ev.main(ev.SmolEvalConfig(arms=arms, base=str(tiny_base), natural=str(natural_data), synthetic=str(synthetic),
+                                       synthetic_rows=6, probe_rows=6, tiny="", cache=str(tmp_path / "cache"),
+                                       json=str(tmp_path / "eval.json"), resamples=50, threads=1))
+    assert set(report["natural"]) == {"zero-shot", "warmup", "rlcd"} and report["rows"]["natural"] == 24
+    assert "natural:rlcd-warmup" in report["paired"]
+    rlcd = load_adapter_decider(tmp_path / "runs" / "rlcd" / "model")
+    row = read_partition(natural_data, "test")[0]
+    answer = rlcd.decide(row.state, [Choice(row.question, row.options)])[0]
+    assert report["natural"]["rlcd"]["by_kind"]["choice"]["rows"] == 8  # department rows of the 8 test tickets
+    shipped = ship.main(ship.ShipConfig(runs=str(tmp_path / "runs"), eval=str(tmp_path / "eval.json"),
+                                        checkpoints=str(tmp_path / "ck"), arms="rlcd"))
+    card = (shipped[0] / "README.md").read_text()
+    assert "--stage rlcd" in card and "natural held-out tickets" in card and (shipped[0] / "training_log.jsonl").is_file()
+    assert load_adapter_decider(shipped[0]).decide(row.state, [Choice(row.question, row.options)])[0].probs == answer.probs
