@@ -29,7 +29,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-from core.decision.export import export_decision  # noqa: E402
+from core.decision.export.published import export_decision  # noqa: E402
 from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
 from demo.decisions import builder  # noqa: E402
 from demo.decisions import handlers as h  # noqa: E402

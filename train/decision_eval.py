@@ -18,7 +18,7 @@ import numpy as np
 from core.decision.batches import option_probs, prompt_of
 from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import ArmScores, arm_report, paired_report, score_rows
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from train.decision_run import parse_config, set_threads
 
 ARMS = ("warmup", "rlcd", "rlvr", "oracle")

@@ -20,7 +20,7 @@ import torch
 from transformers import HfArgumentParser
 
 from core import calibration as cal
-from core.decision.export import export_decision, load_decider
+from core.decision.export.published import export_decision, load_decider
 from core.decision.batches import Prompt, option_probs, prompt_of
 from core.decision.data.store import read_partition
 

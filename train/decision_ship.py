@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from core.decision.data.store import read_manifest, read_partition
 from train.decision_run import LOG, META, MODEL, parse_config, set_threads
 
@@ -121,7 +121,7 @@ def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
 
 A tiny Qwen3-architecture letter-readout decision model (ClarifyLab) in the published
 `rlcd-decision-only-v1` layout (`model.safetensors`, `decision_head.safetensors`, `decision.json`,
-`config.json`, tokenizer; eve-rlcd's loader reads it), loaded with `core.decision.export.load_decider`
+`config.json`, tokenizer; eve-rlcd's loader reads it), loaded with `core.decision.export.published.load_decider`
 (hash-verified, config and tokenizer included).
 Arm: **{arm}**. {ORIGINS[config.recipe]}; see the project's
 docs/decision_models.md for the recipe and how it departs from the published one.

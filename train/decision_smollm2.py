@@ -29,7 +29,7 @@ from typing import Literal, Sequence
 
 import torch
 
-from core.decision.adapter import export_adapter_arm
+from core.decision.export.adapter import export_adapter_arm
 from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
@@ -206,7 +206,7 @@ def build(config: SmolConfig):
 
 
 def _init_rows(arm: str) -> torch.Tensor:
-    from core.decision.export import HEAD_FILE, _read_tensors
+    from core.decision.export.published import HEAD_FILE, _read_tensors
 
     return _read_tensors(Path(arm) / HEAD_FILE)["weight"].float().clone()
 

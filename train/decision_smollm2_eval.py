@@ -24,7 +24,7 @@ from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.scores import arm_report, paired_report, score_rows
-from core.decision.export import HEAD_FILE, _read_tensors, load_decider
+from core.decision.export.published import HEAD_FILE, _read_tensors, load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config
 from train.decision_smollm2 import BASE, SplitBody, cache_states, probs_of

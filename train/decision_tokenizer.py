@@ -19,7 +19,7 @@ from core.decision.prompt import LETTERS, letter_token_ids, render_prompt
 from core.decision.random_model import WORD_SPLIT, letter_tokenizer, random_body
 from core.decision.data.drills import drill_rows
 from core.decision.data.store import read_partition
-from core.decision.export import export_decision, load_decider
+from core.decision.export.published import export_decision, load_decider
 from train.decision_run import parse_config
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from core import calibration as cal
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from core.decision.option.scorer import OptionScorer
 from core.decision.questions import QUESTION_TYPES
 from core.stats import bootstrap_statistic, paired_statistic_difference

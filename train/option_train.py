@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from core.decision.option.model import (
     OptionModel,
     Settings,

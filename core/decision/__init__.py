@@ -5,7 +5,7 @@ table of kinds; ``open_decider`` for ``core.models``' load-once cache; one Ask o
 models), ``questions`` (Choice/Score/Noul, answers, state rendering).
 The letter engine: ``prompt`` (template, seam, letter tokens), ``readout`` (differentiable option
 logits, shared with training), ``decider`` (three exact paths and automatic choice), ``cost`` (path
-cost model), ``export`` (rlcd-decision-only-v1), ``batches`` (rows as token batches),
+cost model), ``export`` (rlcd-decision-only-v1), ``adapter`` (LoRA arms over a real base), ``batches`` (rows as token batches),
 ``training`` (training-arm maths), ``random_model`` (random Qwen3 bodies and a letter-safe
 tokenizer for tests and benchmarks), ``data/`` (the synthetic decision data).
 The option design: ``option/`` (model, request, scorer, decider).

@@ -25,8 +25,8 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
 from transformers.utils import cached_file
 
 from core.decision import system_one
-from core.decision import adapter
-from core.decision.export import CARD_FILE, FORMAT, load_decider
+from core.decision.export import adapter
+from core.decision.export.published import CARD_FILE, FORMAT, load_decider
 from core.decision.readout import readout
 from core.models.loader import causal_lm
 

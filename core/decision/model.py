@@ -28,8 +28,8 @@ HEAD_SOURCE = "confidence head"
 REPORTED_SOURCE = "as the endpoint reports it"
 
 KINDS = {
-    LETTER_DESIGN: "core.decision.export",
-    ADAPTER_DESIGN: "core.decision.adapter",
+    LETTER_DESIGN: "core.decision.export.published",
+    ADAPTER_DESIGN: "core.decision.export.adapter",
     OPTION_DESIGN: "core.decision.option.decider",
     PIPELINE_DESIGN: "core.decision.pipeline",
     ENDPOINT_DESIGN: "core.decision.endpoint",

@@ -51,7 +51,7 @@ SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup
                      ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
 """Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
 DECISION_CARD = "decision.json"
-"""The card of an rlcd-decision-only-v1 export (``core.decision.export.CARD_FILE``)."""
+"""The card of an rlcd-decision-only-v1 export (``core.decision.export.published.CARD_FILE``)."""
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 OPTION_CARD = "option_model.json"

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from core.decision.prompt import check_seam, letter_token_ids, split_prompt
 from core.decision.batches import Prompt
 from core.decision.data.store import read_partition

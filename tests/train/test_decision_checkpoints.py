@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from core.decision import Choice, Noul, Score
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("warmup", "rlcd", "rlvr", "oracle")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from core.decision.adapter import DecisionExportError, load_adapter_decider
+from core.decision.export.adapter import DecisionExportError, load_adapter_decider
 from core.decision.batches import Prompt, collate, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids

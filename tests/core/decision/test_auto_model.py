@@ -7,7 +7,7 @@ from transformers import pipeline
 import core.decision.auto_model  # noqa: F401  (registers our exports as decision models)
 from core.decision import system_one
 from core.decision.auto_model import LetterReadoutForDecision
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from tests.fixtures.tiny_chat import build_tiny_chat
 from tests.fixtures.tiny_decision import export_tiny
 
@@ -83,7 +83,7 @@ def test_a_plain_pipeline_without_our_import_refuses_saying_what_to_import(expor
     import subprocess
     import sys
 
-    from core.decision.export import GUARD_TEMPLATE
+    from core.decision.export.published import GUARD_TEMPLATE
 
     assert (export_dir / GUARD_TEMPLATE).is_file()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
@@ -95,7 +95,7 @@ def test_a_plain_pipeline_without_our_import_refuses_saying_what_to_import(expor
 
 def test_an_adapter_arm_answers_through_the_pipeline_as_its_decider(tmp_path):
     """A LoRA arm over a real base (here a tiny random Llama) in transformers' own pipeline."""
-    from core.decision.adapter import load_adapter_decider
+    from core.decision.export.adapter import load_adapter_decider
     from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm
 
     arm = export_tiny_arm(tmp_path / "arm", build_tiny_llama(tmp_path / "base"))

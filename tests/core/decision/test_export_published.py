@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer
 
 from core.decision import Choice, Noul, Score
-from core.decision.export import (
+from core.decision.export.published import (
     CARD_FILE, CONFIG_HASHES, HEAD_FILE, MODEL_FILE, DecisionExportError, adds_bos, export_decision, load_decider,
     reexport, sha256_file,
 )

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from core.decision import Choice, Decider, Limits, Noul, Score
-from core.decision.export import export_decision, load_decider
+from core.decision.export.published import export_decision, load_decider
 from core.decision.prompt import encode, letter_token_ids, render_prefix
 from core.decision.random_model import random_body, random_rows
 from tests.fixtures.qwen3_real import PUBLISHED_LETTER_IDS, QWEN3_VOCAB, load_tokenizer

@@ -8,7 +8,7 @@ import torch
 
 from core.decision import system_one
 from core.decision.endpoint import EndpointError, SystemOneEndpoint
-from core.decision.export import load_decider
+from core.decision.export.published import load_decider
 from tests.fixtures.served_export import served, served_process
 from tests.fixtures.tiny_decision import export_tiny
 

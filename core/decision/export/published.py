@@ -44,7 +44,7 @@ builds a Qwen3 causal LM with an untrained lm_head, whose answers would be noise
 GUARD_MESSAGE = ("This folder is a ClarifyLab letter-readout export (rlcd-decision-only-v1): it has no language-model "
                  "head, so transformers built one at random. `import core.decision.auto_model` before "
                  "pipeline(\"decision\", ...) or `transformers serve`, or load it with "
-                 "core.decision.export.load_decider(folder).")
+                 "core.decision.export.published.load_decider(folder).")
 CONFIG_HASHES = "clarifylab_sha256"
 """decision.json field: sha256 of config.json and the tokenizer files (ours; the published loader ignores it)."""
 WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}

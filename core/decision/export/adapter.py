@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors.torch import save_file
 
 from core.decision.decider import Decider, Limits
-from core.decision.export import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
+from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
                                   _read_tensors, adds_bos, portable_tokenizer_config, sha256_file)
 from core.decision.prompt import LETTER_TOKENS, encode, letter_token_ids
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
