@@ -8,6 +8,7 @@ only each run's summary.json and the paired comparisons that ``python -m core.ru
 
     python -m train.clarify_report replays/clarify-grpo-published50-v1 replays/clarify-warmup-published50-v1
     python -m train.clarify_report --ask-or-act replays/clarifylab-cued-v3/* --compare results/cued_compare/*.json
+    python -m train.clarify_report --by-cue replays/clarifylab-cued-v3/decision-rlcd   # why an agent asked
 """
 
 import argparse
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from core.runs.eval import read_run
+from core.clarify.cued import map_value
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Episode
 from core.runs.summary import RunSummary
@@ -82,9 +84,13 @@ def ask_or_act(paths: Sequence[Path], comparisons: Sequence[Path], baseline: str
     """Three markdown tables from summary.json and compare JSON alone: one row per run (score, FieldMatch,
     questions, paired difference to ``baseline``), every paired comparison, and the README's short form
     (one column per run). Raises ValueError when the runs differ in scenarios, rubric, limit, K or seed
-    (one table, one setting) or a comparison names a run that is not listed."""
-    runs = {Path(p).name: read_summary(p) for p in paths}
-    where = {Path(p).resolve(): Path(p).name for p in paths}
+    (one table, one setting), two runs share a folder name (a run's name) or a comparison names a run
+    that is not listed."""
+    names = [Path(p).name for p in paths]
+    if len(set(names)) < len(names):
+        raise ValueError(f"runs are named by their folder and these repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    runs = {n: read_summary(p) for n, p in zip(names, paths)}
+    where = {Path(p).resolve(): n for n, p in zip(names, paths)}
     settings = {_setting(s) for s in runs.values()}
     if len(settings) != 1:
         raise ValueError(f"the runs differ in (scenarios, rubric, limit, samples, seed): {sorted(settings, key=str)}")
@@ -115,6 +121,33 @@ def ask_or_act(paths: Sequence[Path], comparisons: Sequence[Path], baseline: str
     return "\n\n".join(["\n".join(rows), "\n".join(compared), "\n".join(line.rstrip() for line in short)])
 
 
+CUE_KINDS = ("clear", "weak", "two", "none")
+
+
+def cue_table(paths: Sequence[Path]) -> str:
+    """Per run and cue kind, over every required field of its decision-driven episodes: the mean max p
+    of the generator's posterior and of the model's belief from the request, how often the agent asked
+    the field, and how often the belief's most probable value was the hidden one (ties: the earlier
+    value, as the agent proposes). Raises ValueError for a run whose episodes logged no beliefs."""
+    lines = ["| run | cue | fields | true max p | model max p | asked | model's MAP = hidden value |",
+             "|---|---|---|---|---|---|---|"]
+    for path in paths:
+        tally = {kind: [] for kind in CUE_KINDS}
+        for e in read_run(path):
+            if e.beliefs is None or e.scenario.cues is None:
+                raise ValueError(f"{path}: episode {e.id} logged no beliefs on a cued scenario")
+            start, asked = e.beliefs.steps[0], {s.asked for s in e.beliefs.steps if s.asked}
+            for name, cue in e.scenario.cues.fields.items():
+                belief = start.fields[name]
+                tally[cue.kind].append((max(cue.posterior), max(belief), name in asked,
+                                        map_value(name, belief) == e.scenario.hidden_profile[name]))
+        for kind, rows in tally.items():
+            if rows:
+                means = [sum(r[i] for r in rows) / len(rows) for i in range(4)]
+                lines.append(f"| {Path(path).name} | {kind} | {len(rows)} | " + " | ".join(f"{m:.2f}" for m in means) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories (same scenario set)")
@@ -122,11 +155,16 @@ def main() -> None:
                         help="the ask-or-act tables, read from each run's summary.json and --compare JSON only")
     parser.add_argument("--compare", nargs="*", type=Path, default=[],
                         help="with --ask-or-act: JSON files from python -m core.runs.eval compare --json")
+    parser.add_argument("--by-cue", action="store_true",
+                        help="decision:MODEL runs on cued scenarios: beliefs, questions and MAP per cue kind")
     args = parser.parse_args()
     if args.compare and not args.ask_or_act:
         parser.error("--compare goes with --ask-or-act")
     try:
-        print(ask_or_act(args.runs, args.compare) if args.ask_or_act else report(args.runs))
+        if args.by_cue:
+            print(cue_table(args.runs))
+        else:
+            print(ask_or_act(args.runs, args.compare) if args.ask_or_act else report(args.runs))
     except ValueError as exc:
         parser.error(str(exc))
 

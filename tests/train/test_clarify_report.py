@@ -7,7 +7,7 @@ import pytest
 from core.runs.eval import compare_runs, run_eval, write_run
 from core.clarify.scenarios import load_scenarios
 from core.runs.summary import summarize
-from train.clarify_report import ask_or_act, read_summary, report
+from train.clarify_report import ask_or_act, cue_table, read_summary, report
 
 
 def test_report_has_overall_family_and_difficulty_tables(tmp_path):
@@ -60,3 +60,30 @@ def test_ask_or_act_refuses_mixed_settings_and_unlisted_runs(tmp_path):
         ask_or_act(runs, [tmp_path / "cmp.json"])
     with pytest.raises(ValueError, match="no summary.json"):
         read_summary(tmp_path)
+    with pytest.raises(ValueError, match="repeat"):
+        ask_or_act([runs[0], tmp_path / "four" / "bayes"], [])
+
+
+def test_by_cue_reads_the_logged_beliefs_per_cue_kind(tmp_path):
+    from core.clarify.calibrated_agent import CalibratedAgent
+    from core.clarify.cued import posterior
+    from core.decision.questions import make_answer
+
+    scenarios = load_scenarios("clarifylab-cued-v3", limit=12)
+
+    class Truthful:  # a decision model double that reports the generator's posterior
+        def decide(self, state, questions):
+            s = next(s for s in scenarios if s.request == state)
+            return {f: make_answer(q, posterior(s, f)) for f, q in questions.items()}
+
+    episodes = run_eval(CalibratedAgent(Truthful(), "decision:truthful"), scenarios, rubric="v3")
+    write_run(tmp_path / "truthful", episodes, summarize(episodes, policy="decision:truthful"))
+    rows = {line.split(" | ")[1]: line.split(" | ")[2:] for line in cue_table([tmp_path / "truthful"]).splitlines()[2:]}
+    # a truthful model: its max p is the true one; it never asks a clear cue and always asks a field with none
+    assert rows["clear"][1] == rows["clear"][2] == "1.00" and rows["clear"][3] == "0.00"
+    assert rows["none"][1] == rows["none"][2] and rows["none"][3] == "1.00"
+    assert rows["clear"][4].startswith("1.00")  # a clear cue names the hidden value
+    plain = run_eval("bayes", scenarios, rubric="v3")
+    write_run(tmp_path / "bayes", plain, summarize(plain, policy="bayes"))
+    with pytest.raises(ValueError, match="logged no beliefs"):
+        cue_table([tmp_path / "bayes"])
