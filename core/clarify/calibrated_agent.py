@@ -72,7 +72,7 @@ def load_decision_model(key: str) -> DecisionModel:
 @lru_cache(maxsize=None)
 def _cache():
     """The one load-once cache (``core.models.cache``), building decision models as the Decisions tab does."""
-    from core.decision.models import open_decider  # lazy: torch loads with the first model
+    from core.decision.model import open_decider  # lazy: torch loads with the first model
     from core.models.cache import ModelCache
 
     return ModelCache(open_decider=open_decider)

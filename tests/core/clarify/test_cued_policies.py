@@ -121,3 +121,13 @@ def test_gains_are_zero_for_answered_fields():
 def test_bad_decision_policies_are_refused_with_a_reason(name, message):
     with pytest.raises(ValueError, match=message):
         make_calibrated_agent(name)
+
+
+def test_a_shipped_decision_arm_drives_the_agent_through_the_load_once_cache():
+    # the path the CLI takes: decision:FOLDER -> the models wing's cache -> core.decision's open_decider
+    agent = make_policy("decision:checkpoints/decision-rlcd")
+    episode = run_eval(agent, SCENARIOS[:1], rubric="v3")[0]
+    start = episode.beliefs.steps[0]
+    assert episode.beliefs.model == "checkpoints/decision-rlcd" and set(start.fields) == set(SCENARIOS[0].required_keys)
+    assert all(sum(p) == pytest.approx(1, abs=1e-3) for p in start.fields.values())
+    assert make_policy("decision:checkpoints/decision-rlcd").model is agent.model  # loaded once
