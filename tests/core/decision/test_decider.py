@@ -5,8 +5,9 @@ import random
 import pytest
 import torch
 
-from core.decision import Choice, Decider, Limits, Noul, QuestionError, RequestTooLong, Score, SeamError
-from core.decision.prompt import encode, render_suffix
+from core.decision import Choice, Decider, Limits, Noul, QuestionError, RequestTooLong, Score
+from core.decision.prompt import encode, render_prompt, render_suffix
+from core.decision.questions import render_state
 from core.decision.random_model import _WORDS
 
 from .test_prompt import _gpt2_style_tokenizer
@@ -123,10 +124,19 @@ def test_options_are_never_cut(make_decider):
         decider.decide("state", [many], truncate=True)
 
 
-def test_a_merging_tokenizer_is_refused(make_decider):
-    body = make_decider().body
-    with pytest.raises(SeamError):
-        Decider(body, torch.zeros(26, 32), _gpt2_style_tokenizer())
+def test_a_gpt2_style_tokenizer_shares_the_prefix_the_whole_prompt_holds(make_decider):
+    """SmolLM2's whitespace split: the shared prefix is the whole prompt's, so every path stays exact."""
+    tok = _gpt2_style_tokenizer()
+    decider = Decider(make_decider().body, torch.randn(26, 32, generator=torch.Generator().manual_seed(0)), tok)
+    rng = random.Random(7)
+    for _ in range(6):
+        state, qs = random_state(rng), [random_question(rng, i) for i in range(rng.randint(1, 4))]
+        req = decider.tokenize(state, qs)
+        for q, suffix in zip(qs, req.suffixes):
+            assert req.prefix + suffix == encode(tok, render_prompt(render_state(state), q.text, q.options))
+        ref = decider.probabilities(req, path="reference")
+        for path in ("shared", "packed"):
+            assert (decider.probabilities(req, path=path) - ref).abs().max().item() <= 1e-5
 
 
 def test_core_decision_imports_neither_gradio_nor_trl():
