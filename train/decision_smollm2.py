@@ -29,12 +29,14 @@ from typing import Literal, Sequence
 
 import torch
 
-from core.decision.export.adapter import export_adapter_arm
+from core.decision.export.adapter import export_adapter_arm, read_adapter_card
 from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
 from core.decision.readout import last_real_index, readout
-from core.decision.training import REWARDS, Judge, cosine_lr_factor, nll_loss, reinforce_loss, sample_options
+from core.decision.training import (
+    REWARDS, Judge, cosine_lr_factor, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options,
+)
 from core.models.entries import PACKAGED_MODELS
 from train.decision_run import MODEL, Run, evaluate_probs, optimizer_for, parse_config, rng_state, set_rng_state
 
@@ -193,6 +195,9 @@ def build(config: SmolConfig):
     model, tokenizer = loaded.model, loaded.tokenizer
     n = model.config.num_hidden_layers
     if config.init:
+        adapted = read_adapter_card(Path(config.init)).layers
+        if adapted != list(range(n - config.top_layers, n)):
+            raise ValueError(f"{config.init} adapts layers {adapted}; --top_layers {config.top_layers} would cache some of them")
         model = PeftModel.from_pretrained(model, config.init, is_trainable=True)
         rows = torch.nn.Parameter(_init_rows(config.init))
     else:
@@ -259,7 +264,7 @@ def main(config: SmolConfig) -> dict:
             actions = sample_options(logprobs.exp(), config.samples, gen)
             correct = judge.outcomes(idx, actions)
             reward = REWARDS[config.stage](correct, logprobs.exp().gather(-1, actions).detach())
-            advantage = reward - (reward.sum(-1, keepdim=True) - reward) / (config.samples - 1)
+            advantage = reward - leave_one_out_baseline(reward)
             loss = reinforce_loss(logprobs, actions, advantage)
         opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
         # ---- checkpoint; end this chunk when its minutes are spent

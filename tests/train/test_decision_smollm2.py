@@ -125,3 +125,13 @@ def test_eval_and_ship_over_tiny_arms(tiny_base, natural_data, tmp_path):
     card = (shipped[0] / "README.md").read_text()
     assert "--stage rlcd" in card and "natural held-out tickets" in card and (shipped[0] / "training_log.jsonl").is_file()
     assert load_adapter_decider(shipped[0]).decide(row.state, [Choice(row.question, row.options)])[0].probs == answer.probs
+
+
+def test_an_rl_stage_refuses_a_split_that_would_cache_adapted_layers(tiny_base, natural_data, tmp_path):
+    from tests.fixtures.tiny_adapter_arm import export_tiny_arm
+
+    arm = export_tiny_arm(tmp_path / "arm", tiny_base)  # adapts layers 2 and 3
+    with pytest.raises(ValueError, match=r"adapts layers \[2, 3\]; --top_layers 1"):
+        main(SmolConfig(stage="rlcd", init=str(arm), out=str(tmp_path / "rl"), base=str(tiny_base),
+                        natural=str(natural_data), natural_share=1.0, rows=6, val_rows=3, top_layers=1, steps=1,
+                        batch=3, threads=1))
