@@ -70,6 +70,8 @@ def _parse_tagged(body: str) -> tuple[ToolCall | None, str | None]:
     except json.JSONDecodeError as err:
         closing = "" if end >= 0 else " (no closing </tool_call>)"
         return None, f"tool call is not valid JSON{closing}: {err.msg} at char {err.pos}"
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, nesting past Python's stack
+        return None, f"tool call JSON cannot be read: {str(exc)[:120]}"
     if not isinstance(payload, dict):
         return None, f"tool call must be a JSON object, got {type(payload).__name__}"
     name = payload.get("name")
@@ -79,7 +81,7 @@ def _parse_tagged(body: str) -> tuple[ToolCall | None, str | None]:
     if isinstance(arguments, str):  # some models double-encode the arguments object
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None, '"arguments" is a string that is not a JSON object'
     if not isinstance(arguments, dict):
         return None, f'"arguments" must be an object, got {type(arguments).__name__}'
@@ -118,6 +120,9 @@ def _plain_arguments(name: str, node: ast.Call) -> tuple[ToolCall | None, str | 
 def _checked(name: str, arguments: dict[str, Any]) -> tuple[ToolCall | None, str | None]:
     """Known tools must carry their argument with the right type; unknown tools pass through
     (the environment answers them with an error, which is a legal step)."""
+    arguments, error = _as_json(name, arguments)
+    if error is not None:
+        return None, error
     param = REQUIRED_ARGUMENT.get(name)
     if param is not None:
         if param not in arguments:
@@ -127,3 +132,17 @@ def _checked(name: str, arguments: dict[str, Any]) -> tuple[ToolCall | None, str
         if not isinstance(value, allowed):
             return None, f'{name} "{param}" must be a string, got {type(value).__name__}'
     return ToolCall(name=name, arguments=arguments), None
+
+
+def _as_json(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The arguments as every wire carries them (MCP, OpenAI ``tool_calls``: JSON text), so a call
+    played in process is the call a served environment receives. A plain call's Python literals
+    become their JSON form (tuples arrays, non-string keys strings); what JSON cannot hold (sets,
+    bytes, complex numbers, unpaired surrogates) is a parse error, not a crash on the wire. NaN
+    and Infinity stay: Python's JSON reads and writes them on both ends."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=False)
+        text.encode("utf-8")  # an unpaired surrogate (a "\\ud800" escape) cannot be sent or logged
+    except (TypeError, ValueError, RecursionError) as exc:
+        return arguments, f"{name} arguments are not JSON values: {str(exc)[:120]}"
+    return json.loads(text), None

