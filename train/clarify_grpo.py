@@ -35,6 +35,7 @@ from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 from core.models.availability import adapter_base, is_adapter, loads_through_core
 from core.models.loader import load_location
 from core.records import Episode, Generation, Scenario
+from core.decision.export.published import portable_tokenizer_config
 from train.clarify_sft import lora_config, name_base
 
 
@@ -219,6 +220,7 @@ def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     trainer.train(resume_from_checkpoint=args.resume or None)
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(out)
+    portable_tokenizer_config(out / "tokenizer_config.json")  # transformers 4.57 reads it too
     base = policy_base(args)
     if base:  # a LoRA adapter: name its base as core.models finds it
         name_base(out, base)

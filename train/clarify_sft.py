@@ -30,6 +30,7 @@ from core.clarify.environment import ClarifyEnv
 from core.clarify.families import DIFFICULTIES
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 from core.records import Episode
+from core.decision.export.published import portable_tokenizer_config
 from train.clarify_demos import DemoStyle, check_family_tables, play_demo
 from train.clarify_tokenizer import corpus, train_tokenizer
 
@@ -270,6 +271,7 @@ def main(cfg: SFTConfig) -> None:
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
+        portable_tokenizer_config(out / "tokenizer_config.json")  # transformers 4.57 reads it too
         if cfg.base:
             name_base(out, cfg.base)
 

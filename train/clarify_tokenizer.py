@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
+from core.decision.export.published import portable_tokenizer_config
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [PAD, IM_START, IM_END]
@@ -140,6 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     tok = train_tokenizer(corpus(seed=args.seed), args.vocab_size)
     tok.save_pretrained(args.out)
+    portable_tokenizer_config(Path(args.out) / "tokenizer_config.json")  # transformers 4.57 reads it too
     print(f"saved {len(tok)} tokens to {args.out}")
 
 

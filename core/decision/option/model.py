@@ -24,6 +24,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from core.decision.export.published import sha256_file, state_mismatch
+from core.decision.export.published import portable_tokenizer_config
 
 FORMAT = "clarifylab-option-scorer-v1"
 BODY_FILE, HEADS_FILE, CARD_FILE = "body.safetensors", "heads.safetensors", "option_model.json"
@@ -159,6 +160,7 @@ def save_option_model(directory: str | Path, model: OptionModel, tokenizer, *, t
               metadata={"format": FORMAT})
     model.body.config.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    portable_tokenizer_config(out / "tokenizer_config.json")  # transformers 4.57 reads it too
     card = OptionCard(format=FORMAT, settings=settings, marker_id=int(tokenizer.eos_token_id),
                       hidden_size=model.body.config.hidden_size, head_hidden=model.head_hidden, training=training,
                       sha256={name: sha256_file(out / name) for name in (BODY_FILE, HEADS_FILE)})
