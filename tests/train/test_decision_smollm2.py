@@ -135,3 +135,13 @@ def test_an_rl_stage_refuses_a_split_that_would_cache_adapted_layers(tiny_base, 
         main(SmolConfig(stage="rlcd", init=str(arm), out=str(tmp_path / "rl"), base=str(tiny_base),
                         natural=str(natural_data), natural_share=1.0, rows=6, val_rows=3, top_layers=1, steps=1,
                         batch=3, threads=1))
+
+
+def test_the_summary_table_gives_per_question_accuracy_on_natural_rows_only():
+    from train.decision_smollm2_eval import summary_table
+
+    arm = {"accuracy": 0.5, "ece": 0.1, "brier": 0.6, "mean_confidence": 0.55,
+           "by_kind": {"choice": {"accuracy": 0.25}, "score": {"accuracy": 0.5}, "noul": {"accuracy": 0.75}}}
+    table = summary_table({"natural": {"rlcd": arm}, "synthetic": {"rlcd": arm}}).splitlines()
+    assert table[2] == "| rlcd | natural | 0.500 | 0.100 | 0.600 | 0.550 | 0.250 | 0.500 | 0.750 |"
+    assert table[3] == "| rlcd | synthetic | 0.500 | 0.100 | 0.600 | 0.550 | - | - | - |"
