@@ -33,6 +33,9 @@ def browser():
 def open_with(browser, url, spec):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
+    # the page's own load event checks the default model first; typing before it has answered lets
+    # that answer land after (and over) the typed endpoint's
+    page.get_by_text("ready to load from").first.wait_for(timeout=WAIT_MS)
     box = page.get_by_label("…or a local model folder (Hugging Face layout)")
     box.fill(spec)
     box.press("Enter")
