@@ -29,7 +29,7 @@ from typing import Literal, Sequence
 
 import torch
 
-from core.decision.export.adapter import export_adapter_arm, read_adapter_card
+from core.decision.export.adapter import export_adapter_arm, head_rows, read_adapter_card
 from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
@@ -199,7 +199,7 @@ def build(config: SmolConfig):
         if adapted != list(range(n - config.top_layers, n)):
             raise ValueError(f"{config.init} adapts layers {adapted}; --top_layers {config.top_layers} would cache some of them")
         model = PeftModel.from_pretrained(model, config.init, is_trainable=True)
-        rows = torch.nn.Parameter(_init_rows(config.init))
+        rows = torch.nn.Parameter(head_rows(config.init).clone())
     else:
         lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, target_modules=list(TARGETS),
                           layers_to_transform=list(range(n - config.top_layers, n)))
@@ -208,12 +208,6 @@ def build(config: SmolConfig):
         rows = torch.nn.Parameter(model.get_output_embeddings().weight[ids].detach().float().clone())
     split = SplitBody.of(model.get_decoder(), config.top_layers)
     return model, split, rows, tokenizer
-
-
-def _init_rows(arm: str) -> torch.Tensor:
-    from core.decision.export.published import HEAD_FILE, _read_tensors
-
-    return _read_tensors(Path(arm) / HEAD_FILE)["weight"].float().clone()
 
 
 def main(config: SmolConfig) -> dict:

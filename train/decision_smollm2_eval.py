@@ -24,7 +24,8 @@ from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.scores import arm_report, paired_report, score_rows
-from core.decision.export.published import HEAD_FILE, _read_tensors, load_decider
+from core.decision.export.adapter import head_rows
+from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config
 from train.decision_smollm2 import BASE, SplitBody, cache_states, probs_of
@@ -88,7 +89,7 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
             peft.load_adapter(folder, adapter_name=name)
         peft.set_adapter(name)
         peft.eval()
-        rows = _read_tensors(folder / HEAD_FILE)["weight"].float()
+        rows = head_rows(folder)
         out[name] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
         print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
                      for k, v in out[name].items()}, flush=True)

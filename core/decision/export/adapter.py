@@ -22,8 +22,9 @@ from safetensors.torch import save_file
 
 from core.decision.decider import Decider, Limits
 from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
-                                  _read_tensors, adds_bos, portable_tokenizer_config, sha256_file)
-from core.decision.prompt import LETTER_TOKENS, encode, letter_token_ids
+                                            _read_tensors, check_hashes, check_letters, portable_tokenizer_config,
+                                            sha256_file)
+from core.decision.prompt import letter_token_ids
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
 
 FORMAT = "clarifylab-decision-adapter-v1"
@@ -104,11 +105,7 @@ def read_adapter_card(directory: Path) -> AdapterCard:
     for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE):
         if name not in card.sha256:
             raise DecisionExportError(f"{CARD_FILE} records no sha256 for {name}")
-    for name, digest in card.sha256.items():
-        if Path(name).name != name or not (directory / name).is_file():
-            raise DecisionExportError(f"{directory.name} is missing {name}, whose sha256 {CARD_FILE} records")
-        if sha256_file(directory / name) != digest:
-            raise DecisionExportError(f"{name}: sha256 does not match {CARD_FILE}; the file was changed or damaged")
+    check_hashes(directory, card.sha256)
     config = json.loads((directory / ADAPTER_CONFIG).read_text())
     if config.get("base_model_name_or_path") != card.base_model:
         raise DecisionExportError(f"{ADAPTER_CONFIG} names base {config.get('base_model_name_or_path')!r}, "
@@ -117,6 +114,11 @@ def read_adapter_card(directory: Path) -> AdapterCard:
         raise DecisionExportError(f"the installed base {card.base_model} is not the one this adapter was trained on "
                                   "(sha256 differs)")
     return card
+
+
+def head_rows(directory: str | Path) -> torch.Tensor:
+    """An arm's 26 letter rows, fp32 (training starts an RL stage from them; evaluation reads them)."""
+    return _read_tensors(Path(directory) / HEAD_FILE)["weight"].float()
 
 
 def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) -> Decider:
@@ -131,11 +133,7 @@ def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) ->
         raise DecisionExportError(str(err)) from None
     body = loaded.model.get_decoder()
     rows, bias = _check_head(_read_tensors(root / HEAD_FILE), "weight", body.config.hidden_size, HEAD_FILE)
-    ids = [encode(loaded.tokenizer, t) for t in LETTER_TOKENS]
-    if ids != [[i] for i in card.letter_ids]:
-        raise DecisionExportError(f"the tokenizer's letter ids differ from {CARD_FILE}")
-    if adds_bos(loaded.tokenizer) != card.prepend_bos:
-        raise DecisionExportError(f"{CARD_FILE} says prepend_bos={card.prepend_bos}; the tokenizer disagrees")
+    check_letters(loaded.tokenizer, card.letter_ids, card.prepend_bos)
     decider = Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
     decider.design = ADAPTER_DESIGN
     decider.training_tokenizer = None  # a 49k-token web vocabulary knows every word: no familiarity signal

@@ -226,7 +226,16 @@ def verify_files(directory: Path, card: DecisionCard, body_file: str, head_file:
             raise DecisionExportError(f"{directory} is missing {name}")
         if name not in card.sha256:
             raise DecisionExportError(f"{CARD_FILE} records no sha256 for {name}")
-    for name, digest in {**card.sha256, **card.clarifylab_sha256}.items():
+    check_hashes(directory, {**card.sha256, **card.clarifylab_sha256})
+    extra = sorted(p.name for p in directory.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.name not in (body_file, head_file))
+    if extra:
+        raise DecisionExportError(f"{directory} carries extra weight files {extra} (an output head?); "
+                                  f"a {FORMAT} directory holds only {body_file} and {head_file}")
+
+
+def check_hashes(directory: Path, hashes: dict[str, str]) -> None:
+    """Every file ``hashes`` names (plain names in ``directory``) present and unchanged."""
+    for name, digest in hashes.items():
         if Path(name).name != name:
             raise DecisionExportError(f"{CARD_FILE} hashes {name!r}; only files in the directory itself are allowed")
         path = directory / name
@@ -234,10 +243,17 @@ def verify_files(directory: Path, card: DecisionCard, body_file: str, head_file:
             raise DecisionExportError(f"{directory} is missing {name}, whose sha256 {CARD_FILE} records")
         if sha256_file(path) != digest:
             raise DecisionExportError(f"{name}: sha256 does not match {CARD_FILE}; the file was changed or damaged")
-    extra = sorted(p.name for p in directory.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.name not in (body_file, head_file))
-    if extra:
-        raise DecisionExportError(f"{directory} carries extra weight files {extra} (an output head?); "
-                                  f"a {FORMAT} directory holds only {body_file} and {head_file}")
+
+
+def check_letters(tokenizer, letter_ids: list[int], prepend_bos: bool) -> None:
+    """The tokenizer's " A" .. " Z" ids and BOS habit are the ones the card records."""
+    ids = [encode(tokenizer, t) for t in LETTER_TOKENS]
+    if ids != [[i] for i in letter_ids]:
+        bad = [f"{LETTER_TOKENS[i]!r}: {ids[i]} != {letter_ids[i]}" for i in range(26) if ids[i] != [letter_ids[i]]]
+        raise DecisionExportError(f"the tokenizer's letter ids differ from {CARD_FILE}: {bad[:4]}")
+    if adds_bos(tokenizer) != prepend_bos:
+        raise DecisionExportError(f"{CARD_FILE} says prepend_bos={prepend_bos}, but the tokenizer "
+                                  f"{'adds' if adds_bos(tokenizer) else 'does not add'} a BOS token")
 
 
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -296,13 +312,7 @@ def load_decider(directory: str | Path, *, trust_remote_code: bool = False, attn
         raise DecisionExportError(f"{CARD_FILE} says hidden_size {card.hidden_size}, config.json {hidden}")
     rows, bias = _check_head(_read_tensors(root / head_file), head_key, hidden, head_file)
     tokenizer = AutoTokenizer.from_pretrained(root, trust_remote_code=trust_remote_code)
-    ids = [encode(tokenizer, t) for t in LETTER_TOKENS]
-    if ids != [[i] for i in card.letter_ids]:
-        bad = [f"{LETTER_TOKENS[i]!r}: {ids[i]} != {card.letter_ids[i]}" for i in range(26) if ids[i] != [card.letter_ids[i]]]
-        raise DecisionExportError(f"the tokenizer's letter ids differ from {CARD_FILE}: {bad[:4]}")
-    if adds_bos(tokenizer) != card.prepend_bos:
-        raise DecisionExportError(f"{CARD_FILE} says prepend_bos={card.prepend_bos}, but the tokenizer "
-                                  f"{'adds' if adds_bos(tokenizer) else 'does not add'} a BOS token")
+    check_letters(tokenizer, card.letter_ids, card.prepend_bos)
     return Decider(body, rows, tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
 
 
