@@ -11,6 +11,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.clarify.cued import KINDS
 from core.decision.data import PARTITIONS, DataSpec, build_partition, probe_rows
 from core.decision.data.store import Manifest, write_manifest, write_rows
 
@@ -25,6 +26,7 @@ class DataConfig:
                            metadata={"help": "contexts per partition (three rows each)"})
     cued: dict = field(default_factory=lambda: dict(DataSpec().cued),
                        metadata={"help": "cued clarify-request contexts per training partition"})
+    cued_kinds: tuple = field(default=KINDS, metadata={"help": "cue kinds the cued contexts keep"})
     probe_per_kind: int = field(default=500, metadata={"help": "probe tickets with one cue, and with two"})
 
     def __post_init__(self):
@@ -34,7 +36,7 @@ class DataConfig:
 
 def main(config: DataConfig) -> Manifest:
     """Build every partition and the probe, write them and the manifest; return the manifest."""
-    spec = DataSpec(contexts=dict(config.contexts), cued=dict(config.cued))
+    spec = DataSpec(contexts=dict(config.contexts), cued=dict(config.cued), cued_kinds=tuple(config.cued_kinds))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -42,7 +44,7 @@ def main(config: DataConfig) -> Manifest:
         files[f"{name}.jsonl"] = write_rows(out / f"{name}.jsonl", build_partition(name, n, config.seed, spec))
     files["probe.jsonl"] = write_rows(out / "probe.jsonl", probe_rows(config.seed, config.probe_per_kind))
     manifest = Manifest(seed=config.seed, contexts=spec.contexts, source_weights=list(spec.source_weights),
-                        cued=dict(spec.cued),
+                        cued=dict(spec.cued), cued_kinds=list(spec.cued_kinds),
                         probe_per_kind=config.probe_per_kind, files=files)
     write_manifest(out, manifest)
     return manifest
@@ -57,10 +59,13 @@ def parse_args(argv=None) -> DataConfig:
                             help=f"contexts in the {name} partition")
     for name, n in DataSpec().cued.items():
         parser.add_argument(f"--cued-{name}", type=int, default=n, help=f"cued clarify-request contexts in {name}")
+    parser.add_argument("--cued-kinds", default=",".join(KINDS),
+                        help="comma list of cue kinds the cued contexts keep (e.g. clear: noise-free rows)")
     parser.add_argument("--probe-per-kind", type=int, default=500)
     args = parser.parse_args(argv)
     return DataConfig(out=args.out, seed=args.seed, contexts={n: getattr(args, n) for n in PARTITIONS},
-                      cued={n: getattr(args, f"cued_{n}") for n in DataSpec().cued}, probe_per_kind=args.probe_per_kind)
+                      cued={n: getattr(args, f"cued_{n}") for n in DataSpec().cued},
+                      cued_kinds=tuple(filter(None, args.cued_kinds.split(","))), probe_per_kind=args.probe_per_kind)
 
 
 if __name__ == "__main__":

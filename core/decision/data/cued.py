@@ -7,7 +7,9 @@ by the generator from the known posterior) and the posterior is kept for evaluat
 partition takes its own block of seeds (``CUED_SEED_BLOCKS``), so no scenario lands in two.
 """
 
-from core.clarify.cued import field_question
+from typing import Iterable
+
+from core.clarify.cued import KINDS, field_question
 from core.clarify.families import DIFFICULTIES, FIELDS
 from core.clarify.scenarios import CUED_TRAIN_SEEDS, generate_cued
 from core.decision.data.rows import DecisionRow
@@ -18,13 +20,15 @@ CUED_SEED_BLOCKS = {"format": range(0, 1000), "warmup": range(1000, 1200), "rl":
 assert all(b.start >= CUED_TRAIN_SEEDS.start and b.stop <= CUED_TRAIN_SEEDS.stop for b in CUED_SEED_BLOCKS.values())
 
 
-def scenario_rows(scenario: Scenario) -> list[DecisionRow]:
-    """One row per required field of a cued scenario."""
+def scenario_rows(scenario: Scenario, kinds: Iterable[str] = KINDS) -> list[DecisionRow]:
+    """One row per required field of a cued scenario whose cue is of one of ``kinds``."""
     if scenario.cues is None:
         raise ValueError(f"{scenario.id} carries no cues (not a clarifylab-cued-v3 scenario)")
     rows = []
     for field in scenario.required_keys:
         cue = scenario.cues.fields[field]
+        if cue.kind not in kinds:
+            continue
         text, options = field_question(field)
         rows.append(DecisionRow(
             context_id=f"cued-{scenario.id}", source="cued", state=scenario.request, question=text,
@@ -33,8 +37,15 @@ def scenario_rows(scenario: Scenario) -> list[DecisionRow]:
     return rows
 
 
-def cued_contexts(partition: str, n: int) -> list[list[DecisionRow]]:
-    """The first ``n`` cued contexts of ``partition``'s seed block (seed-major, easy/medium/hard)."""
+def cued_contexts(partition: str, n: int, kinds: Iterable[str] = KINDS) -> list[list[DecisionRow]]:
+    """The first ``n`` cued contexts of ``partition``'s seed block (seed-major, easy/medium/hard).
+
+    ``kinds`` keeps only the questions whose cue is of those kinds (a context may then be empty):
+    ``("clear",)`` gives the noise-free rows a body first learns to read a cue from (docs/decision_models.md).
+    """
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown cue kinds {sorted(unknown)}; expected some of {KINDS}")
     if n == 0:
         return []
     block = CUED_SEED_BLOCKS.get(partition)
@@ -43,7 +54,7 @@ def cued_contexts(partition: str, n: int) -> list[list[DecisionRow]]:
     if n > len(block) * len(DIFFICULTIES):
         raise ValueError(f"{partition}: {n} cued contexts asked, its seed block holds {len(block) * len(DIFFICULTIES)}")
     pairs = [(seed, d) for seed in block for d in DIFFICULTIES][:n]
-    return [scenario_rows(generate_cued(seed, d)) for seed, d in pairs]
+    return [scenario_rows(generate_cued(seed, d), kinds) for seed, d in pairs]
 
 
 def interleave(contexts: list[list[DecisionRow]], extra: list[list[DecisionRow]]) -> list[DecisionRow]:

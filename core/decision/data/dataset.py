@@ -13,6 +13,7 @@ stay comparable with runs before the cued rows.
 import random
 from dataclasses import dataclass, field
 
+from core.clarify.cued import KINDS
 from core.decision.data.access import access_rows
 from core.decision.data.cued import CUED_SEED_BLOCKS, cued_contexts, interleave
 from core.decision.data.orders import order_rows
@@ -35,6 +36,8 @@ class DataSpec:
     """Share of triage, orders and access contexts."""
     cued: dict[str, int] = field(default_factory=lambda: {"format": 3000, "warmup": 600, "rl": 2400})
     """Cued clarify-request contexts (one per v3 training scenario) added to each training partition."""
+    cued_kinds: tuple[str, ...] = KINDS
+    """Cue kinds whose questions the cued contexts keep (all by default)."""
 
     def __post_init__(self):
         unknown = set(self.contexts) - set(PARTITIONS)
@@ -70,7 +73,7 @@ def build_partition(name: str, n_contexts: int, seed: int, spec: DataSpec) -> li
     for i in range(n_contexts):
         source = rng.choices(SOURCES, weights=spec.source_weights)[0]
         contexts.append(context_rows(source, rng, base + i))
-    return interleave(contexts, cued_contexts(name, spec.cued.get(name, 0)))
+    return interleave(contexts, cued_contexts(name, spec.cued.get(name, 0), spec.cued_kinds))
 
 
 def build_dataset(seed: int, spec: DataSpec) -> dict[str, list[DecisionRow]]:

@@ -39,6 +39,8 @@ class Manifest(BaseModel):
     source_weights: list[float]
     cued: dict[str, int] = {}
     """Cued clarify-request contexts added per training partition (absent in manifests before them)."""
+    cued_kinds: list[str] = ["none", "clear", "two", "weak"]
+    """Cue kinds the cued contexts keep (every kind in manifests before the option)."""
     probe_per_kind: int
     files: dict[str, FileEntry]
     """File name (e.g. ``test.jsonl``) -> its entry."""

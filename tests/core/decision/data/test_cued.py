@@ -65,3 +65,28 @@ def test_more_cued_contexts_than_a_block_holds_is_refused():
         cued_contexts("warmup", 601)
     with pytest.raises(ValueError, match="training partitions"):
         cued_contexts("test", 1)
+
+
+def test_cue_kinds_keep_only_those_questions_and_the_rest_in_order():
+    every = [r for rows in cued_contexts("format", 30) for r in rows]
+    clear = [r for rows in cued_contexts("format", 30, ("clear",)) for r in rows]
+    assert clear == [r for r in every if r.tags[0] == "cue_clear"]
+    assert clear and all(r.posterior[r.label] == 1.0 for r in clear)  # noise-free labels
+    spec = DataSpec(contexts={"format": 0}, cued={"format": 30}, cued_kinds=("clear",))
+    assert build_partition("format", 0, 0, spec) == clear
+    with pytest.raises(ValueError, match="unknown cue kinds"):
+        cued_contexts("format", 3, ("loud",))
+
+
+def test_the_data_command_records_its_cue_kinds(tmp_path):
+    from core.decision.data.store import read_manifest, read_partition
+    from train.decision_data import main, parse_args
+
+    small = ["--format", "0", "--warmup", "1", "--rl", "1", "--val", "1", "--test", "1", "--probe-per-kind", "1",
+             "--cued-format", "20", "--cued-warmup", "0", "--cued-rl", "0"]
+    main(parse_args(["--out", str(tmp_path / "clear"), "--cued-kinds", "clear", *small]))
+    main(parse_args(["--out", str(tmp_path / "all"), *small]))
+    assert read_manifest(tmp_path / "clear").cued_kinds == ["clear"]
+    assert read_manifest(tmp_path / "all").cued_kinds == ["none", "clear", "two", "weak"]
+    rows = read_partition(tmp_path / "clear", "format")
+    assert rows and {r.tags[0] for r in rows} == {"cue_clear"}
