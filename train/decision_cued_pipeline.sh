@@ -6,7 +6,8 @@
 #   base   = checkpoints/decision-warmup + whole-word tokens for the clarify fields (train/decision_vocab.py)
 #   format = F steps of the format stage's recipe (32 rows, lr 2e-3, per-option losses) on that partition
 #   clear  = C steps on clear-cue questions only (labels without noise; DATA-clear), lr 1e-3
-#   mixed  = M steps back on the cue-rich format partition (every cue kind), lr 5e-4, to learn the hedges
+#   mixed  = M steps back on the cue-rich format partition (every cue kind), lr 5e-4, each cued question
+#            fitting its known posterior (--soft_sources cued): the hedges are learnt without label noise
 #   warmup = the published warmup stage on top (warmup partition, 100 steps of 64, lr 5e-4)
 #   rlcd, rlvr = the bandit arms' own recipe from that warmup, side by side; oracle = labels revealed
 #   eval   = warmup, rlcd, rlvr, oracle on the test split and the probe.
@@ -31,7 +32,8 @@ stage clear_data "$DATA-clear/manifest.json" $PY -m train.decision_data --out "$
 stage clear "$RUNS/clear/model" $PY -m train.decision_supervised --arm continuation --partition format \
   --init "$RUNS/format/model" --out "$RUNS/clear" --data "$DATA-clear" --steps "$C" --batch 32 --lr 1e-3 --option_aux 1.0 --seed "$SEED"
 stage mixed "$RUNS/mixed/model" $PY -m train.decision_supervised --arm continuation --partition format \
-  --init "$RUNS/clear/model" --out "$RUNS/mixed" --data "$DATA" --steps "$M" --batch 32 --lr 5e-4 --option_aux 1.0 --seed "$SEED"
+  --init "$RUNS/clear/model" --out "$RUNS/mixed" --data "$DATA" --steps "$M" --batch 32 --lr 5e-4 --option_aux 1.0 \
+  --soft_sources cued --seed "$SEED"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_supervised --arm continuation --partition warmup \
   --init "$RUNS/mixed/model" --out "$RUNS/warmup" --data "$DATA" --steps 100 --seed "$SEED"
 stage rlcd "$RUNS/rlcd/model" $PY -m train.decision_rl --reward rlcd --init "$RUNS/warmup/model" --out "$RUNS/rlcd" \

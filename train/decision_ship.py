@@ -29,19 +29,35 @@ PREAMBLE = [
     "python -m train.decision_data --out {data} --seed {seed}",
     "python -m train.decision_tokenizer --data {data} --out {runs}/base --seed {seed}",
 ]
+CUED_PREAMBLE = [
+    "python -m train.decision_data --out {data} --seed {seed} --format 3000 --cued-format 3000",
+    "python -m train.decision_vocab --init checkpoints/decision-warmup --out {runs}/base",
+    "python -m train.decision_supervised --arm continuation --partition format --init {runs}/base --out {runs}/format "
+    "--data {data} --steps {format} --batch 32 --lr 2e-3 --option_aux 1.0 --seed {seed}",
+    "python -m train.decision_data --out {data}-clear --seed {seed} --format 0 --cued-format 3000 --cued-kinds clear",
+    "python -m train.decision_supervised --arm continuation --partition format --init {runs}/format/model --out {runs}/clear "
+    "--data {data}-clear --steps {clear} --batch 32 --lr 1e-3 --option_aux 1.0 --seed {seed}",
+    "python -m train.decision_supervised --arm continuation --partition format --init {runs}/clear/model --out {runs}/mixed "
+    "--data {data} --steps {mixed} --batch 32 --lr 5e-4 --option_aux 1.0 --soft_sources cued --seed {seed}",
+    "python -m train.decision_supervised --arm continuation --partition warmup --init {runs}/mixed/model --out {runs}/warmup "
+    "--data {data} --steps {warmup} --seed {seed}",
+]
 CUED_COMMANDS = {
-    "warmup": "python -m train.decision_supervised --arm continuation --partition warmup --init checkpoints/decision-warmup "
-              "--out {runs}/warmup --data {data} --steps {steps} --seed {seed}",
-    "rlcd": "python -m train.decision_rl --reward rlcd --init {runs}/warmup/model --out {runs}/rlcd --data {data} --steps {steps} --seed {seed}",
-    "rlvr": "python -m train.decision_rl --reward rlvr --init {runs}/warmup/model --out {runs}/rlvr --data {data} --steps {steps} --seed {seed}",
+    "rlcd": "python -m train.decision_rl --reward rlcd --init {runs}/warmup/model --out {runs}/rlcd --data {data} --seed {seed}",
+    "rlvr": "python -m train.decision_rl --reward rlvr --init {runs}/warmup/model --out {runs}/rlvr --data {data} --seed {seed}",
+    "oracle": "python -m train.decision_supervised --arm oracle --init {runs}/warmup/model --out {runs}/oracle --data {data} "
+              "--seed {seed}",
 }
 """``--recipe cued`` (train/decision_cued_pipeline.sh): the shipped arms taught the cued clarify requests."""
+CUED_STAGES = ("format", "clear", "mixed", "warmup")
+"""The cued recipe's training stages before the arms (each a run folder with its own step count)."""
 ORIGINS = {
     "scratch": "Trained from random initialisation on our synthetic decision data (triage tickets\nwith a known "
                "posterior, order records, access-policy decisions)",
     "cued": "Continued from the earlier shipped decision-warmup (trained from random initialisation on\ntriage tickets, "
             "order records and access-policy decisions) on the same data plus cued clarify requests\n"
-            "(`core/decision/data/cued.py`), by train/decision_cued_pipeline.sh; same tokenizer and shapes",
+            "(`core/decision/data/cued.py`), by train/decision_cued_pipeline.sh: the tokenizer gains whole-word tokens\n"
+            "for the clarify fields' values (train/decision_vocab.py), then format, clear-cue, mixed and warmup stages",
 }
 
 
@@ -97,9 +113,9 @@ def _commands(arm: str, config: ShipConfig, times: dict) -> str:
     if config.recipe == "scratch":
         chain = [COMMANDS["warmup"]] + ([COMMANDS[arm]] if arm != "warmup" else [])
         return "\n".join([c.format(**fmt) for c in PREAMBLE + chain])
-    chain = ["warmup"] + ([arm] if arm != "warmup" else [])
-    steps = {a: times.get(a, {}).get("steps") for a in chain}
-    return "\n".join([PREAMBLE[0].format(**fmt)] + [CUED_COMMANDS[a].format(**fmt, steps=steps[a] or "?") for a in chain])
+    steps = {stage: times.get(stage, {}).get("steps") or "?" for stage in CUED_STAGES}
+    chain = [c.format(**fmt, **steps) for c in CUED_PREAMBLE]
+    return "\n".join(chain + ([CUED_COMMANDS[arm].format(**fmt)] if arm != "warmup" else []))
 
 
 def card(arm: str, config: ShipConfig, times: dict, results: dict) -> str:
@@ -178,8 +194,8 @@ def main(config: ShipConfig) -> list[Path]:
         load_decider(dest)
         times = ({"format": run_times(run_dir / "format"), "warmup": run_times(run_dir / "warmup")}
                  if arm == "warmup" and config.recipe == "scratch" else {arm: run_times(run_dir)})
-        if config.recipe == "cued" and arm != "warmup":
-            times["warmup"] = run_times(Path(config.runs) / "warmup")
+        if config.recipe == "cued":
+            times = {**{stage: run_times(Path(config.runs) / stage) for stage in CUED_STAGES}, **times}
         test = read_partition(Path(config.data), "test")
         size_mb = sum(f.stat().st_size for f in dest.iterdir() if f.is_file()) / 2**20
         results = {**report["arms"][arm], "rows": report["test_rows"], "size_mb": round(size_mb, 2),

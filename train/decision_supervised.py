@@ -63,6 +63,8 @@ class SupervisedConfig:
         "help": "format stage only: share of each batch drawn from binding drills (core.decision.data.drills)"})
     binding_easy: float = field(default=0.0, metadata={
         "help": "format stage only: share of the steps (the first ones) whose drills are the easy rung"})
+    soft_sources: str = field(default="", metadata={
+        "help": "comma list of row sources (e.g. cued) whose rows fit their known posterior, not the drawn label"})
 
     def __post_init__(self):
         if self.lm_weight < 0 or self.drills < 0 or self.option_aux < 0:
@@ -85,14 +87,16 @@ WARMUP_LR = 5e-4
 
 
 def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Random,
-             marks=None, probe=None) -> torch.Tensor:
+             marks=None, probe=None, targets=None) -> torch.Tensor:
     """Letter NLL at each prompt's last token, plus (format stage) the optional auxiliary losses.
 
+    ``targets``: per row a known posterior over its options to fit instead of the drawn label, or
+    None (``letter_targets``); the per-option losses keep the drawn label.
     ``config.lm_weight``: the LM loss on prompt + answer + lookup drill; ``config.option_aux``: the
     per-option letter and is-answer losses at ``marks`` (``option_ends``), with the ``probe`` vector.
     """
     n_options = [len(p.options) for p in prompts]
-    y = torch.tensor(labels)
+    y = letter_targets(labels, targets)
     if config.lm_weight == 0 and config.option_aux == 0:
         return nll_loss(batch_logits(body, rows, collate(ids, n_options, tokenizer.pad_token_id)), y)
     tails = [[] for _ in prompts]
@@ -109,6 +113,18 @@ def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Ran
     if config.option_aux:
         loss = loss + config.option_aux * option_aux_loss(hidden, rows, probe, marks, labels)
     return loss
+
+
+def letter_targets(labels, targets=None) -> torch.Tensor:
+    """Cross-entropy targets: the label ids, or [B, 26] probabilities where a row fits its posterior."""
+    if targets is None or all(t is None for t in targets):
+        return torch.tensor(labels)
+    y = torch.nn.functional.one_hot(torch.tensor(labels), 26).float()
+    for i, t in enumerate(targets):
+        if t is not None:
+            y[i] = 0.0
+            y[i, : len(t)] = torch.tensor(t, dtype=torch.float32)
+    return y
 
 
 def binding_pool(config: SupervisedConfig, tokenizer) -> tuple[int, list, list, list]:
@@ -129,6 +145,8 @@ def sft_loop(config: SupervisedConfig, run: Run, body, rows, tokenizer, lr: floa
     val_rows, val_prompts = load_prompts(config.data, "val", config.eval_limit)
     ids = tokenize_prompts(tokenizer, prompts)
     labels = [r.label for r in labelled]
+    soft = set(filter(None, config.soft_sources.split(",")))
+    targets = [r.posterior if r.source in soft and r.posterior else None for r in labelled]
     per_drill, drill_ids, drill_prompts, drill_labels = binding_pool(config, tokenizer)
     aux = config.option_aux > 0
     marks = option_ends(tokenizer, prompts) if aux else [None] * len(ids)
@@ -167,7 +185,8 @@ def sft_loop(config: SupervisedConfig, run: Run, body, rows, tokenizer, lr: floa
         loss = sft_loss(config, body, rows, tokenizer, [ids[i] for i in idx] + [drill_ids[i] for i in drill],
                         [prompts[i] for i in idx] + [drill_prompts[i] for i in drill],
                         [labels[i] for i in idx] + [drill_labels[i] for i in drill], py,
-                        [marks[i] for i in idx] + [drill_marks[i] for i in drill], probe)
+                        [marks[i] for i in idx] + [drill_marks[i] for i in drill], probe,
+                        [targets[i] for i in idx] + [None] * len(drill))
         opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(params, 1.0); opt.step()
         if (step + 1) % config.checkpoint_every == 0:
             run.save_checkpoint({"body": body.state_dict(), "rows": rows.detach(), "opt": opt.state_dict(),

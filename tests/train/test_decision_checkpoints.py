@@ -37,18 +37,9 @@ def test_shipped_model_loads_verified_and_answers(arm):
     assert answers[1].value == "P0_CRITICAL"
 
 
-BEFORE_REEXPORT = {
-    "warmup": [[0.0867764, 0.073069, 0.2317659, 0.6083887], [0.000445, 9.4e-05, 0.0009863, 0.9984747], [0.8938584, 0.1061416]],
-    "rlcd": [[0.2271161, 0.0109341, 0.6957765, 0.0661733], [0.0004528, 5.45e-05, 0.0009552, 0.9985374], [0.9258583, 0.0741416]],
-    "rlvr": [[2.14e-05, 5.37e-05, 0.9993248, 0.0006001], [0.0003775, 3.9e-06, 0.0002117, 0.9994069], [0.9985267, 0.0014733]],
-    "oracle": [[0.2403557, 0.0133857, 0.7269021, 0.0193566], [0.0003801, 6.96e-05, 0.0006968, 0.9988534], [0.8999349, 0.1000652]],
-}
-"""The probabilities of the request above from each checkpoint in our earlier layout, before it was
-re-exported into the published one (rounded to 1e-7)."""
-
-
 @pytest.mark.parametrize("arm", ARMS)
-def test_reexported_model_answers_as_before_on_every_path(arm):
+def test_every_decider_path_answers_alike(arm):
+    """The reference, shared-prefill and packed paths give one answer (the Decider's contract)."""
     decider = load_decider(_dir(arm))
     state = ("Ticket 42\nCustomer tier: FREE\nMessage: I was charged twice; the servers are unreachable.\n"
              "Note: production is completely down.")
@@ -57,11 +48,21 @@ def test_reexported_model_answers_as_before_on_every_path(arm):
         Score("What priority does this ticket have?", ["P3_LOW", "P2_NORMAL", "P1_HIGH", "P0_CRITICAL"]),
         Noul("Should an on-call engineer be paged immediately?"),
     ]
-    for path in ("reference", "shared", "packed"):
-        got = [list(a.probs.values()) for a in decider.decide(state, questions, path=path)]
-        diff = max(abs(x - y) for g, b in zip(got, BEFORE_REEXPORT[arm]) for x, y in zip(g, b))
+    got = {path: [list(a.probs.values()) for a in decider.decide(state, questions, path=path)]
+           for path in ("reference", "shared", "packed")}
+    for path in ("shared", "packed"):
+        diff = max(abs(x - y) for g, r in zip(got[path], got["reference"]) for x, y in zip(g, r))
         assert diff <= 1e-6, (path, diff)
     assert {p.name for p in _dir(arm).glob("*.safetensors")} == {"model.safetensors", "decision_head.safetensors"}
+
+
+def test_the_cued_arms_read_a_clear_cue():
+    """What issue 28 shipped them for: a request naming a field's value gives that value."""
+    request = "Get a call on the calendar. For the time, definitely flexible. The attendees is leadership."
+    for arm in ("warmup", "rlcd"):
+        (ans,) = load_decider(_dir(arm)).decide(request, [Choice(
+            "What should the attendees be?", ["whole team", "just me and X", "leadership", "external client"])])
+        assert ans.value == "leadership" and ans.confidence > 0.5, arm
 
 
 @pytest.mark.parametrize("arm", ARMS)
