@@ -42,6 +42,8 @@ if [ ! -e "$SHIP/adapter_model.safetensors" ]; then  # the adapter, its template
   mkdir -p "$SHIP"
   cp "$RUNS"/grpo/{adapter_config.json,adapter_model.safetensors,chat_template.jinja,training_info.json,log_history.json} "$SHIP"/
   cp "$RUNS/sft/training_log.json" "$SHIP/warmup_log.json"
+  # its token budget per message (core.models.loader.declared_budget): plan calls reach 120 tokens
+  printf '{\n  "max_new_tokens": %s\n}\n' "${SHIP_TOKENS:-256}" > "$SHIP/generation_config.json"
 fi
 cp "$RUNS/times.log" "$SHIP/times.log"
 $PY -m train.clarify_curves "$SHIP/log_history.json" --out "$SHIP/training_curves.png"

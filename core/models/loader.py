@@ -12,6 +12,7 @@ weights, an adapter merged for play or apart and trainable. Loading once per pro
 ``core.models.cache``'s job.
 """
 
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ class LoadedModel:
     tokenizer: Any
     int8: bool
     params: int
+    max_new_tokens: int | None = None
+    """Tokens per assistant message the model's folder declares (``declared_budget``); None: the caller's default."""
 
 
 class ModelLoadError(RuntimeError):
@@ -60,6 +63,30 @@ def quantize_int8(model: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
+GENERATION_CONFIG = "generation_config.json"
+"""A model or adapter folder's generation record (transformers' layout); its ``max_new_tokens`` is the
+token budget per assistant message the model was made for."""
+
+
+def declared_budget(path: Path) -> int | None:
+    """The ``max_new_tokens`` that ``path``'s ``generation_config.json`` declares (None: the folder, a
+    ``.gguf`` file, declares none).
+
+    Raises:
+        ModelLoadError: the file is not JSON, or its ``max_new_tokens`` is not a positive integer.
+    """
+    record = path / GENERATION_CONFIG if path.is_dir() else None
+    if record is None or not record.is_file():
+        return None
+    try:
+        budget = json.loads(record.read_text(encoding="utf-8")).get("max_new_tokens")
+    except (ValueError, AttributeError) as exc:
+        raise ModelLoadError(f"{shown_path(record)} is not a JSON object: {exc}") from None
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise ModelLoadError(f"{shown_path(record)}: max_new_tokens must be a positive integer, got {budget!r}")
+    return budget
 
 
 def gguf_template(path: Path) -> Path | None:
@@ -123,6 +150,7 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress, s
     if path.is_dir() and is_adapter(path):
         return load_adapter(entry, path, int8, progress, shared=shared)
     gguf = path.name if path.suffix == GGUF_SUFFIX else None
+    budget = declared_budget(path)  # a bad record is refused before the weights load
     try:
         model, tokenizer = open_weights(path, progress, shared and not int8)
     except Exception as exc:  # transformers raises many types for a broken folder
@@ -139,7 +167,7 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress, s
     big = params > INT8_SUGGESTED_PARAMS and not int8
     hint = "; large for a CPU: the int8 option runs it about 4x faster" if big else ""
     progress(1.0, f"{entry.key} ready ({params / 1e6:.1f} M parameters{', int8' if int8 else ''}{hint})")
-    return LoadedModel(entry, path, model, tokenizer, int8, params)
+    return LoadedModel(entry, path, model, tokenizer, int8, params, budget)
 
 
 def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, trainable: bool = False,
@@ -149,7 +177,7 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
     weights are its only bytes (a turn costs a little more than the base's). Otherwise on private
     weights: merged for play (a turn costs what the base's does) or kept apart and trainable (GRPO
     after the warmup). The folder's chat template (and tokenizer, when it holds one; else the
-    base's) are the ones it was trained with."""
+    base's) are the ones it was trained with, and so is its token budget (else its base's)."""
     from peft import PeftModel
     from transformers import AutoTokenizer
 
@@ -160,6 +188,7 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
     if not found.ok:
         raise ModelLoadError(f"{entry.key}: the adapter's base is unavailable: {found.message}")
     shared = shared and not (int8 or trainable)
+    budget = declared_budget(path)
     base = load_folder(entry, found.path, False, progress, shared)
     progress(0.7, f"applying the LoRA adapter in {shown_path(path)}")
     own_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
@@ -183,7 +212,7 @@ def load_adapter(entry: ModelEntry, path: Path, int8: bool, progress: Progress, 
         model = quantize_int8(model)
     how = "over the shared base" if shared else "merged"
     progress(1.0, f"{entry.key} ready ({base.params / 1e6:.1f} M parameters with its LoRA adapter {how})")
-    return LoadedModel(entry, path, model, tokenizer, int8, base.params)
+    return LoadedModel(entry, path, model, tokenizer, int8, base.params, budget or base.max_new_tokens)
 
 
 def load_location(location: str | Path, trainable: bool = False, progress: Progress = quiet,

@@ -251,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     lo, hi = summary.avg_score_ci
     print(json.dumps({"per_family": {k: v.mean for k, v in summary.per_family.items()}}))
     print(f"{summary.policy} on {summary.scenarios} ({summary.n} episodes, rubric {summary.rubric}): "
-          f"avg_score {summary.avg_score:.4f} [{lo:.4f}, {hi:.4f}], completion {summary.completion_rate:.2%} -> {args.out}")
+          f"avg_score {summary.avg_score:.4f} [{lo:.4f}, {hi:.4f}], completion {summary.completion_rate:.2%}, "
+          f"{summary.cut.cut} of {summary.cut.turns} turns cut inside a tool call -> {args.out}")
     return 0
 
 

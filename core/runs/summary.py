@@ -13,6 +13,7 @@ from typing import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
+from core.clarify.toolcalls import ends_inside_call
 from core.records import Episode
 from core.stats import bootstrap_mean
 
@@ -26,6 +27,27 @@ class GroupStats(BaseModel):
     n: int
     mean: float
     max: float
+
+
+class CutShare(BaseModel):
+    """Agent turns that end inside a tool call (cut by the token budget mid-call), over a run."""
+
+    model_config = ConfigDict(extra="forbid")
+    turns: int
+    """Agent turns in the run."""
+    cut: int
+    """Turns whose raw text ends inside a tool call (``core.clarify.toolcalls.ends_inside_call``)."""
+    episodes: int
+    """Episodes holding at least one cut turn."""
+    share: float
+    """cut / turns, in [0, 1]; 0 for a run without turns."""
+
+
+def cut_share(episodes: Sequence[Episode]) -> CutShare:
+    """How many of the episodes' turns end inside a tool call; a run without turns cuts none (0)."""
+    cut = [[ends_inside_call(t.raw) for t in e.turns] for e in episodes]
+    turns, n_cut = sum(len(c) for c in cut), sum(sum(c) for c in cut)
+    return CutShare(turns=turns, cut=n_cut, episodes=sum(any(c) for c in cut), share=n_cut / turns if turns else 0.0)
 
 
 class RunSummary(BaseModel):
@@ -62,6 +84,8 @@ class RunSummary(BaseModel):
     """Mean of each rubric component over gated (gate-passed) episodes; empty when none passed."""
     terminations: dict[str, int]
     """Termination reason -> episode count."""
+    cut: CutShare | None = None
+    """Turns that end inside a tool call (None in a summary written before they were counted)."""
 
 
 def _groups(episodes: Sequence[Episode], key, order: Sequence[str]) -> dict[str, GroupStats]:
@@ -102,7 +126,7 @@ def summarize(episodes: Sequence[Episode], *, policy: str | None = None, scenari
         avg_steps=sum(len(e.turns) for e in episodes) / n,
         per_family=_groups(episodes, lambda e: e.scenario.family, list(FAMILIES)),
         per_difficulty=_groups(episodes, lambda e: e.scenario.difficulty, DIFFICULTIES),
-        components=components, terminations=dict(terminations),
+        components=components, terminations=dict(terminations), cut=cut_share(episodes),
     )
 
 

@@ -11,6 +11,7 @@ from core.clarify.environment import ClarifyEnv
 from core.clarify.scenarios import load_scenarios
 from core.models.availability import adapter_base, check, check_folder
 from core.models.entries import ROOT, SHIPPED_DIR, packaged_entries
+from core.models.loader import declared_budget
 from core.records import Generation
 
 SHIP = SHIPPED_DIR / "clarify-smollm2-grpo"
@@ -23,6 +24,13 @@ def test_the_adapter_names_the_packaged_base_and_fits_the_budget():
     assert (SHIP / "adapter_model.safetensors").stat().st_size < 12e6
     shipped = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file())
     assert shipped < 70e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
+
+
+def test_it_declares_its_token_budget():
+    """Its completed plan calls reach the published 120-token cap, so its folder declares more room;
+    the zero-shot base keeps the published 120 (docs/smollm2_rl.md, "The token cap")."""
+    assert declared_budget(SHIP) == 256
+    assert declared_budget(SHIPPED_DIR / "smollm2-135m-instruct") is None
 
 
 def test_the_card_records_how_it_was_made():

@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from core.clarify.agent import TOOL_SCHEMAS, episode_messages
-from core.clarify.chat_policy import ChatPolicy, load_chat_policy
+from core.clarify.chat_policy import ChatPolicy, load_chat_policy, token_budget
 from core.clarify.environment import ClarifyEnv
 from core.runs.eval import run_eval
 from core.clarify.policies import make_policy
 from core.records import Generation, ToolCall
 from core.clarify.scenarios import generate_scenario
 from core.clarify.toolcalls import render_tool_call
+from tests.fixtures.tiny_chat import scripted_chat
 from train.clarify_sft import SFTConfig, build_model
 from train.clarify_tokenizer import corpus, train_tokenizer
 
@@ -67,8 +68,9 @@ def test_transcript_is_the_rendered_conversation(tokenizer):
     assert dialog.exact
     assert tokenizer.decode(dialog.ids) == rendered.removesuffix("\n")
     sampled = [t for t, m in zip(dialog.completion_ids, dialog.mask) if m]
-    expected = sum((tokenizer(t + "<|im_end|>", add_special_tokens=False)["input_ids"] for t in texts), [])
-    assert sampled == expected
+    # a call message stops at its </tool_call> (its end token is the template's); the plain one ends itself
+    ended = [t if "</tool_call>" in t else t + "<|im_end|>" for t in texts]
+    assert sampled == sum((tokenizer(t, add_special_tokens=False)["input_ids"] for t in ended), [])
 
 
 def test_random_tiny_model_plays_to_the_end_reproducibly(tokenizer, tiny_model):
@@ -199,3 +201,98 @@ def test_a_missing_packaged_model_says_what_to_install(monkeypatch):
     monkeypatch.setattr(entries, "PACKAGED_MODELS", (("X", "no-such-dist-xyz", "x.gguf", "x", ""),))
     with pytest.raises(ValueError, match="no-such-dist-xyz package is not installed"):
         load_chat_policy("no-such-dist-xyz/x.gguf")
+
+
+# ---- a message ends at its first complete </tool_call> ------------------------------------------
+
+ASK = render_tool_call(ToolCall(name="ask_question", arguments={"question": "What date works?"}))
+PLAN = render_tool_call(ToolCall(name="propose_plan", arguments={"plan": '{"date": "today"}'}))
+AFTER = "\n" + ASK + " and some more text"
+"""What a model writes after its call when nothing stops it: a second call and prose."""
+
+
+def ids_of(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_generation_stops_at_the_first_complete_call(tokenizer):
+    model = scripted_chat(tokenizer, [[ASK + AFTER]])
+    policy = ChatPolicy(model, tokenizer, generation=Generation(temperature=0.0, max_new_tokens=200))
+    [new] = policy.sample([policy.start(ClarifyEnv(generate_scenario(1, "easy"), "v2"))], seed=0)
+    assert new == ids_of(tokenizer, ASK)
+    assert model.forwards == len(new)  # nothing after the call was generated, not just dropped
+
+
+def test_each_row_of_a_batch_stops_on_its_own(tokenizer):
+    prose = "Let me think about the date, the venue, the guests and the budget first. " * 3
+    model = scripted_chat(tokenizer, [[ASK + AFTER, prose, prose + PLAN + AFTER]])
+    policy = ChatPolicy(model, tokenizer, generation=Generation(temperature=0.7, max_new_tokens=300))
+    dialogs = [policy.start(ClarifyEnv(generate_scenario(s, d), "v2")) for s, d in ((1, "easy"), (2, "hard"), (3, "easy"))]
+    assert len({len(d.ids) for d in dialogs}) > 1  # left padding at work
+    early, ended, late = policy.sample(dialogs, seed=0)
+    assert early == ids_of(tokenizer, ASK)  # stopped first, padded while the others went on
+    assert ended == ids_of(tokenizer, prose + "<|im_end|>")  # no call: runs to its own end token
+    assert late == ids_of(tokenizer, prose + PLAN)
+    assert model.forwards == len(late) > len(ended) > len(early)
+
+
+@pytest.mark.parametrize("tail, end", [
+    ("", None),  # still going (or cut): no end yet
+    ("<|im_end|>", "all"),  # its own end token
+    ("</tool_call>", "all"),  # a complete call
+    ("</tool_call><|im_end|>", "call"),  # the call ends it before the end token
+    ("</tool_call> more</tool_call>", "call"),  # the first close counts
+    ("</tool_", None),  # half a tag is no close
+])
+def test_message_end(tokenizer, tail, end):
+    policy = ChatPolicy(None, tokenizer)
+    ids = ids_of(tokenizer, ASK.removesuffix("</tool_call>") + tail)
+    expected = {None: None, "all": len(ids), "call": len(ids_of(tokenizer, ASK))}[end]
+    assert policy.message_end(ids) == expected
+
+
+def scripted_episode(tokenizer, kv=None):
+    """A scripted model asks once and proposes a plan, writing on after each call; the episode, its
+    transcript and the policy."""
+    model = scripted_chat(tokenizer, [[ASK + AFTER], [PLAN + AFTER]])
+    policy = ChatPolicy(model, tokenizer, generation=Generation(temperature=0.0, max_new_tokens=200), kv=kv)
+    env = ClarifyEnv(generate_scenario(2, "medium"), "v2")
+    dialog = policy.start(env)
+    reused = []
+    while not env.done:
+        policy.next_turn(env, dialog, seed=0)
+        reused.append(policy.reused_tokens)
+    return env, dialog, reused
+
+
+def test_a_stopped_transcript_is_the_rendered_conversation(tokenizer):
+    env, dialog, _ = scripted_episode(tokenizer)
+    assert env.termination == "plan" and [t.raw for t in env.turns] == [ASK, PLAN]
+    rendered = tokenizer.apply_chat_template(episode_messages(env.scenario, env.turns, final_result=False),
+                                             tools=TOOL_SCHEMAS, tokenize=False)
+    assert dialog.exact and tokenizer.decode(dialog.ids) == rendered.removesuffix("\n")
+    sampled = [t for t, m in zip(dialog.completion_ids, dialog.mask) if m]
+    assert sampled == ids_of(tokenizer, ASK + PLAN)
+    # each call is followed by the template's end-of-turn token, masked: written, not sampled
+    after = [i + 1 for i in range(len(dialog.mask)) if dialog.mask[i] and not dialog.mask[i + 1]]
+    assert len(after) == 2 and after[-1] == len(dialog.mask) - 1
+    assert {dialog.completion_ids[i] for i in after} == {tokenizer.convert_tokens_to_ids("<|im_end|>")}
+
+
+def test_a_stopped_turn_keeps_kv_reuse(tokenizer):
+    from core.clarify.kv_cache import KVStore
+
+    plain_env, plain, _ = scripted_episode(tokenizer)
+    env, dialog, reused = scripted_episode(tokenizer, kv=KVStore())
+    assert reused[0] == 0 and reused[1] == len(dialog.prompt_ids) + len(ids_of(tokenizer, ASK)) - 1
+    assert dialog.ids == plain.ids and [t.raw for t in env.turns] == [t.raw for t in plain_env.turns]
+
+
+@pytest.mark.parametrize("asked, declared, budget", [
+    (None, None, 120),  # nothing said: the published cards' limit
+    (None, 256, 256),  # the model's folder declares its own
+    (64, 256, 64),  # the caller's flag wins
+    (64, None, 64),
+])
+def test_token_budget(asked, declared, budget):
+    assert token_budget(asked, declared) == budget

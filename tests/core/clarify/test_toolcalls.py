@@ -3,7 +3,7 @@
 import pytest
 
 from core.records import ToolCall
-from core.clarify.toolcalls import parse_tool_call, render_plain_call, render_tool_call
+from core.clarify.toolcalls import ends_inside_call, parse_tool_call, render_plain_call, render_tool_call
 
 PARSES = [
     # Qwen3 block, the form our chat template writes
@@ -112,3 +112,16 @@ def test_both_renderings_round_trip(call):
 def test_qwen3_layout():
     text = render_tool_call(ToolCall(name="ask_question", arguments={"question": "Which day?"}))
     assert text == '<tool_call>\n{"name": "ask_question", "arguments": {"question": "Which day?"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("text, inside", [
+    ('<tool_call>\n{"name": "ask_question", "arguments": {"question": "x"}}\n</tool_call>', False),  # closed
+    ('<tool_call>\n{"name": "propose_plan", "arguments": {"plan": "{\\"date', True),  # cut mid-plan
+    ('<tool_call>{"name": "get_task_info"}</tool_call>\n<tool_call>\n{"name": "ask', True),  # cut in a second call
+    ('<tool_call>{"name": "get_task_info"}</tool_call> and some prose', False),  # prose after a closed call
+    ('<tool_call>{"name": "get_task_info"}</tool_', True),  # half a closing tag
+    ('ask_question("Which day?")', False),  # the plain dialect has no tags
+    ("", False),  # nothing written
+])
+def test_ends_inside_call(text, inside):
+    assert ends_inside_call(text) is inside

@@ -155,3 +155,19 @@ def _timed(fn) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+def test_a_live_turn_ends_at_its_first_complete_call(tiny):
+    """A model that writes on after its call: the streamed turn stops at the call, as evaluation does."""
+    from core.clarify.toolcalls import render_tool_call
+    from core.records import ToolCall
+    from tests.fixtures.tiny_chat import scripted_chat
+
+    ask = render_tool_call(ToolCall(name="ask_question", arguments={"question": "What date works?"}))
+    plan = render_tool_call(ToolCall(name="propose_plan", arguments={"plan": '{"date": "today"}'}))
+    model = scripted_chat(tiny.tokenizer, [[ask + "\n" + ask + " and on"], [plan + " and on"]])
+    statuses, last = watch(model, tiny.tokenizer, GenerationSettings(temperature=0.0, max_new_tokens=200))
+    assert [t.raw for t in last.env.turns] == [ask, plan] and last.done and not last.stopped
+    assert [t.tokens for t in last.timings] == [len(tiny.tokenizer(x, add_special_tokens=False)["input_ids"])
+                                                 for x in (ask, plan)]
+    assert model.forwards == last.timings[-1].tokens  # the plan's turn generated nothing after its call

@@ -91,3 +91,50 @@ def test_an_adapter_without_tokenizer_files_uses_its_bases_and_keeps_its_templat
     assert policy.tokenizer.chat_template == "{{ 'mine' }}"
     with torch.no_grad():
         assert torch.allclose(policy.model(input_ids=ids).logits, expected, atol=1e-5)
+
+
+def _declare(folder, budget):
+    """Write ``budget`` (None: no record) as the folder's generation_config.json max_new_tokens."""
+    record = folder / "generation_config.json"
+    config = json.loads(record.read_text()) if record.is_file() else {}
+    config.pop("max_new_tokens", None)
+    if budget is not None:
+        config["max_new_tokens"] = budget
+    record.write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("base, own, asked, budget", [
+    (None, None, None, 120),  # nothing declared: the published cards' 120
+    (None, 256, None, 256),  # the adapter's own record
+    (200, None, None, 200),  # else its base's
+    (200, 256, None, 256),  # its own over its base's
+    (200, 256, 64, 64),  # the caller's (--max-new-tokens) over both
+])
+def test_the_token_budget_comes_from_the_caller_then_the_models_record(adapter, tiny_checkpoint, tmp_path,
+                                                                      base, own, asked, budget):
+    import shutil
+
+    from core.records import Generation
+
+    out, _, _ = adapter
+    shutil.copytree(tiny_checkpoint, tmp_path / "base")
+    _rewrite(out, base_model_name_or_path=str(tmp_path / "base"))
+    _declare(tmp_path / "base", base)
+    _declare(out, own)
+    policy = load_chat_policy(out, Generation(temperature=0.5, max_new_tokens=asked))
+    assert policy.generation.max_new_tokens == budget and policy.generation.temperature == 0.5
+
+
+@pytest.mark.parametrize("record, fragment", [
+    ("{oops", "is not a JSON object"),  # not JSON
+    ("[256]", "is not a JSON object"),  # JSON, not an object
+    ('{"max_new_tokens": 0}', "must be a positive integer, got 0"),
+    ('{"max_new_tokens": "256"}', "must be a positive integer, got '256'"),
+    ('{"max_new_tokens": true}', "must be a positive integer, got True"),
+])
+def test_a_bad_budget_record_is_refused_before_loading(tmp_path, record, fragment):
+    from core.models.loader import declared_budget
+
+    (tmp_path / "generation_config.json").write_text(record)
+    with pytest.raises(ModelLoadError, match=fragment):
+        declared_budget(tmp_path)
