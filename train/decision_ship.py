@@ -154,7 +154,7 @@ docs/decision_models.md for the recipe and how it departs from the published one
 {commands}
 ```
 
-## Wall time (`nice -n 10`, one torch thread, from `train/decision_{"cued_" if config.recipe == "cued" else ""}pipeline.sh`)
+## Wall time (one torch thread, from `train/decision_{"cued_" if config.recipe == "cued" else ""}pipeline.sh`)
 
 {stages}
 
