@@ -11,6 +11,7 @@ from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from core.clarify.cued import KINDS
 from core.decision.data.rows import DecisionRow
 
 MANIFEST = "manifest.json"
@@ -39,7 +40,7 @@ class Manifest(BaseModel):
     source_weights: list[float]
     cued: dict[str, int] = {}
     """Cued clarify-request contexts added per training partition (absent in manifests before them)."""
-    cued_kinds: list[str] = ["none", "clear", "two", "weak"]
+    cued_kinds: list[str] = list(KINDS)
     """Cue kinds the cued contexts keep (every kind in manifests before the option)."""
     probe_per_kind: int
     files: dict[str, FileEntry]
