@@ -19,6 +19,7 @@ from typing import Literal
 import torch
 from tqdm import tqdm
 
+from core.decision.prompt import LETTERS
 from core.decision.readout import readout
 from core.decision.batches import (
     batch_logits, body_hidden, collate, lookup_drill, option_ends, prompt_of, tokenize_prompts,
@@ -116,10 +117,10 @@ def sft_loss(config, body, rows, tokenizer, ids, prompts, labels, py: random.Ran
 
 
 def letter_targets(labels, targets=None) -> torch.Tensor:
-    """Cross-entropy targets: the label ids, or [B, 26] probabilities where a row fits its posterior."""
+    """Cross-entropy targets: the label ids, or [B, len(LETTERS)] probabilities where a row fits its posterior."""
     if targets is None or all(t is None for t in targets):
         return torch.tensor(labels)
-    y = torch.nn.functional.one_hot(torch.tensor(labels), 26).float()
+    y = torch.nn.functional.one_hot(torch.tensor(labels), len(LETTERS)).float()
     for i, t in enumerate(targets):
         if t is not None:
             y[i] = 0.0
