@@ -31,6 +31,7 @@ import torch
 
 from core.decision.export.adapter import export_adapter_arm, head_rows, read_adapter_card
 from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
+from core.decision.data.drills import drill_rows
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
 from core.decision.readout import last_real_index, readout
@@ -57,6 +58,8 @@ class SmolConfig:
     synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset (warmup/rl/val.jsonl)"})
     rows: int = field(default=1800, metadata={"help": "training rows in this stage's pool"})
     natural_share: float = field(default=0.67, metadata={"help": "share of the pool from natural tickets"})
+    drill_share: float = field(default=0.0, metadata={
+        "help": "warmup: share of the pool that is binding drills (core.decision.data.drills), taken from the synthetic share"})
     val_rows: int = field(default=300, metadata={"help": "val rows (natural and synthetic, same share)"})
     top_layers: int = field(default=6, metadata={"help": "LoRA on the top K layers; the rest cached"})
     rank: int = field(default=16, metadata={"help": "LoRA rank"})
@@ -77,6 +80,8 @@ class SmolConfig:
             raise ValueError("an RL stage starts from the warmup's export: pass --init")
         if not 0 <= self.natural_share <= 1 or self.rows < 1 or self.top_layers < 1:
             raise ValueError("natural_share in [0, 1], rows >= 1 and top_layers >= 1")
+        if not 0 <= self.drill_share <= 1 - self.natural_share:
+            raise ValueError(f"drill_share in [0, 1 - natural_share = {1 - self.natural_share:g}], got {self.drill_share}")
 
 
 # ---- the split body: cached lower layers, trainable top layers
@@ -170,13 +175,18 @@ def probs_of(split: SplitBody, rows: torch.Tensor, states: list[torch.Tensor], p
 
 
 def pool(config: SmolConfig, which: str, n: int) -> list:
-    """``n`` labelled rows, ``natural_share`` of them natural: ``which`` is train (warmup), rl or val."""
+    """``n`` labelled rows, ``natural_share`` of them natural: ``which`` is train (warmup), rl or val.
+
+    The warmup's pool may hold ``drill_share`` binding drills: a clean signal for the letter binding
+    alone (the answer's text is in the state), which the natural rows' semantic labels do not isolate."""
     n_nat = round(n * config.natural_share)
+    n_drill = round(n * config.drill_share) if which == "train" else 0
     nat = read_partition(Path(config.natural), "val" if which == "val" else "train") if n_nat else []
-    syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which]) if n > n_nat else []
+    n_syn = n - n_nat - n_drill
+    syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which]) if n_syn else []
     if which == "rl":  # the natural rows after the warmup's
         nat = nat[round(config.rows * config.natural_share):]
-    rows = nat[:n_nat] + syn[: n - n_nat]
+    rows = nat[:n_nat] + syn[:n_syn] + drill_rows(config.seed, n_drill)
     random.Random(config.seed).shuffle(rows)
     return rows
 
@@ -272,7 +282,7 @@ def main(config: SmolConfig) -> dict:
                 return {"stopped_at": done, "resume": "rerun with --resume true"}
     training = {"arm": config.stage, "base": config.base, "steps": config.steps, "batch": config.batch,
                 "peak_lr": config.lr, "rank": config.rank, "alpha": config.alpha, "top_layers": config.top_layers,
-                "rows": config.rows, "natural_share": config.natural_share, "seed": config.seed,
+                "rows": config.rows, "natural_share": config.natural_share, "drill_share": config.drill_share, "seed": config.seed,
                 "init": config.init, "final_val": last, "wall_s": time.time() - t0,
                 "recipe": "NLL of the labelled letter" if config.stage == "warmup" else
                           f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if config.stage == 'rlcd' else 'c'}"}

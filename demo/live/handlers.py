@@ -19,7 +19,7 @@ from core.live.turns import run_model
 from core.models import availability, lists
 from core.models.cache import ModelCache
 from core.models.entries import public_deployment
-from core.models.loader import ModelLoadError
+from core.models.loader import ModelLoadError, declared_budget
 from core.runs import measured, transcripts
 from demo import plots
 
@@ -63,6 +63,18 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
     quoted = measured.measured_note(measured.measured_runs(entry.location))
     return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
             f"{transcripts.inert(found.message)}" + (f"\n\n{transcripts.inert(quoted)}" if quoted else ""))
+
+
+def declared_tokens(models_dir: str | None, key: str | None, path: str | None) -> int:
+    """The slider's tokens per turn for the picked model: what its folder declares (``generation_config.json``,
+    e.g. 256 for clarify-smollm2-grpo, whose plan calls run past 120), else the default; an unknown or
+    broken pick keeps the default (describe_model says what is wrong)."""
+    try:
+        found = availability.check(lists.policy_entry(models_dir, key, path, public=PUBLIC), MODELS.cache_dir)
+        budget = declared_budget(found.path) if found.ok and found.path is not None else None
+    except (KeyError, ValueError, ModelLoadError):
+        budget = None
+    return budget or GenerationSettings().max_new_tokens
 
 
 def _budget(session: live_session.LiveSession | None) -> str:

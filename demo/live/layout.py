@@ -145,6 +145,8 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
     gr.on([settings[0].change, settings[1].submit], h.describe_model, [models, settings[0], settings[1]],
           [model_note], api_name="live_check_model")
+    gr.on([settings[0].change, settings[1].submit], h.declared_tokens, [models, settings[0], settings[1]],
+          [settings[10]], api_name=False)  # the max-new-tokens slider follows the model's declared budget
     slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate", show_progress_on=[status])
     quiet = dict(show_progress="hidden")
     started = start.click(h.start, [session, root, models, *settings], outputs, api_name="live_start", **quiet)

@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from core.decision.export.adapter import DecisionExportError, load_adapter_decider
 from core.decision.batches import Prompt, collate, tokenize_prompts
+from core.decision.data.rows import NOTA
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
 from core.decision.questions import Choice
@@ -145,3 +146,16 @@ def test_the_summary_table_gives_per_question_accuracy_on_natural_rows_only():
     table = summary_table({"natural": {"rlcd": arm}, "synthetic": {"rlcd": arm}}).splitlines()
     assert table[2] == "| rlcd | natural | 0.500 | 0.100 | 0.600 | 0.550 | 0.250 | 0.500 | 0.750 |"
     assert table[3] == "| rlcd | synthetic | 0.500 | 0.100 | 0.600 | 0.550 | - | - | - |"
+
+
+def test_the_warmup_pool_holds_its_share_of_binding_drills(natural_data):
+    from train.decision_smollm2 import pool
+
+    config = SmolConfig(natural=str(natural_data), natural_share=0.5, drill_share=0.5, rows=20, val_rows=6)
+    train = pool(config, "train", 20)
+    assert [r.source for r in train].count("drill") == 10 and [r.source for r in train].count("natural") == 10
+    drills = [r for r in train if r.source == "drill"]  # the answer is in the record, or is "None of the above"
+    assert all(r.options[r.label] in r.state or r.options[r.label] == NOTA for r in drills)
+    assert pool(config, "train", 20) == train  # seeded
+    with pytest.raises(ValueError, match=r"drill_share in \[0, 1 - natural_share = 0.5\]"):
+        SmolConfig(natural_share=0.5, drill_share=0.6)

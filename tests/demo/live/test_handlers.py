@@ -224,3 +224,18 @@ def test_measured_runs_match_whole_path_parts(tmp_path):
         (tmp_path / name / "summary.json").write_text(json.dumps({"policy": policy, "avg_score": 0.5}))
     assert [r.name for r in measured_runs("/srv/app/checkpoints/clarify-grpo", tmp_path)] == ["a/grpo"]
     assert measured_runs("/srv/app/checkpoints/other", tmp_path) == []
+
+
+def test_the_tokens_slider_follows_the_model_folders_declared_budget(tmp_path):
+    root = tmp_path / "models"
+    build_tiny_chat(root / "plain")
+    shutil.copytree(root / "plain", root / "declares")
+    (root / "declares" / "generation_config.json").write_text('{"max_new_tokens": 256}')
+    shutil.copytree(root / "plain", root / "broken")
+    (root / "broken" / "generation_config.json").write_text('{"max_new_tokens": "lots"}')
+    default = h.GenerationSettings().max_new_tokens
+    assert h.declared_tokens(str(root), "declares", "") == 256
+    assert h.declared_tokens(str(root), "plain", "") == default
+    assert h.declared_tokens(str(root), "broken", "") == default  # describe_model names what is wrong
+    assert h.declared_tokens(str(root), None, "/no/such/model") == default
+    assert h.declared_tokens(str(root), "no such key", "") == default
