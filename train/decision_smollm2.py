@@ -230,7 +230,8 @@ def main(config: SmolConfig) -> dict:
     val = pool(config, "val", config.val_rows)
     cache_dir = Path(config.out).parent / "cache"
     train_prompts, val_prompts = [prompt_of(r) for r in train], [prompt_of(r) for r in val]
-    train_states = cache_states(split, tokenize_prompts(tokenizer, train_prompts), cache_dir, f"{config.stage}-pool")
+    train_states = cache_states(split, tokenize_prompts(tokenizer, train_prompts), cache_dir,
+                                "warmup-pool" if config.stage == "warmup" else "rl-pool")  # RLCD and RLVR share theirs
     val_states = cache_states(split, tokenize_prompts(tokenizer, val_prompts), cache_dir, "val")
     run.log({"event": "ready", "load_and_cache_s": time.time() - t_load, "rows": len(train), "val_rows": len(val)})
     opt = optimizer_for(params, config.lr, weight_decay=0.0)
