@@ -11,7 +11,11 @@ body that already reads English. Departures, said plainly:
   The cache is exact: ``tests/train/test_decision_smollm2.py`` checks top(cache(x)) == full(x).
 - Data: the natural-ticket partition (``train/decision_natural_data.py``) mixed with the synthetic
   triage / orders / access rows (``train/decision_data.py``), ``natural_share`` of each pool natural.
-  Warmup and RL draw from disjoint pools (warmup: train[:n]; RL: the next rows).
+  Warmup and RL draw disjoint natural rows (warmup: the first of train, RL: the last).
+- A binding stage first (a warmup on easy binding drills alone, ``--drill_share 1 --drill_easy_share 1``):
+  the base cannot read the letter in front of the option it means (zero-shot 0.51 on 2-3-option drills
+  naming the answer), and on mixed rows that binding did not emerge in 150 steps; alone, it does within
+  about 100 (results/smollm2_decision/fit_probes.md). The warmup continues from it (``--init``).
 - Each stage stops after ``max_minutes`` with a checkpoint and resumes with ``--resume true``
   (chunks of <= 60 min); every chunk's wall time is logged.
 
@@ -60,6 +64,8 @@ class SmolConfig:
     natural_share: float = field(default=0.67, metadata={"help": "share of the pool from natural tickets"})
     drill_share: float = field(default=0.0, metadata={
         "help": "warmup: share of the pool that is binding drills (core.decision.data.drills), taken from the synthetic share"})
+    drill_easy_share: float = field(default=0.0, metadata={
+        "help": "share of those drills that are the easy rung (one line, 2-3 options): a binding stage is all easy"})
     val_rows: int = field(default=300, metadata={"help": "val rows (natural and synthetic, same share)"})
     top_layers: int = field(default=6, metadata={"help": "LoRA on the top K layers; the rest cached"})
     rank: int = field(default=16, metadata={"help": "LoRA rank"})
@@ -80,6 +86,8 @@ class SmolConfig:
             raise ValueError("an RL stage starts from the warmup's export: pass --init")
         if not 0 <= self.natural_share <= 1 or self.rows < 1 or self.top_layers < 1:
             raise ValueError("natural_share in [0, 1], rows >= 1 and top_layers >= 1")
+        if not 0 <= self.drill_easy_share <= 1:
+            raise ValueError(f"drill_easy_share in [0, 1], got {self.drill_easy_share}")
         if not 0 <= self.drill_share <= 1 - self.natural_share:
             raise ValueError(f"drill_share in [0, 1 - natural_share = {1 - self.natural_share:g}], got {self.drill_share}")
 
@@ -184,9 +192,9 @@ def pool(config: SmolConfig, which: str, n: int) -> list:
     nat = read_partition(Path(config.natural), "val" if which == "val" else "train") if n_nat else []
     n_syn = n - n_nat - n_drill
     syn = read_partition(Path(config.synthetic), {"train": "warmup", "rl": "rl", "val": "val"}[which]) if n_syn else []
-    if which == "rl":  # the natural rows after the warmup's
-        nat = nat[round(config.rows * config.natural_share):]
-    rows = nat[:n_nat] + syn[:n_syn] + drill_rows(config.seed, n_drill)
+    if which == "rl":  # the last natural rows: the warmup takes the first ones (6,000 in train)
+        nat = nat[len(nat) - n_nat:]
+    rows = nat[:n_nat] + syn[:n_syn] + drill_rows(config.seed, n_drill, config.drill_easy_share)
     random.Random(config.seed).shuffle(rows)
     return rows
 
@@ -283,7 +291,8 @@ def main(config: SmolConfig) -> dict:
                 return {"stopped_at": done, "resume": "rerun with --resume true"}
     training = {"arm": config.stage, "base": config.base, "steps": config.steps, "batch": config.batch,
                 "peak_lr": config.lr, "rank": config.rank, "alpha": config.alpha, "top_layers": config.top_layers,
-                "rows": config.rows, "natural_share": config.natural_share, "drill_share": config.drill_share, "seed": config.seed,
+                "rows": config.rows, "natural_share": config.natural_share, "drill_share": config.drill_share,
+                "drill_easy_share": config.drill_easy_share, "seed": config.seed,
                 "init": config.init, "final_val": last, "wall_s": time.time() - t0,
                 "recipe": "NLL of the labelled letter" if config.stage == "warmup" else
                           f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if config.stage == 'rlcd' else 'c'}"}

@@ -159,3 +159,13 @@ def test_the_warmup_pool_holds_its_share_of_binding_drills(natural_data):
     assert pool(config, "train", 20) == train  # seeded
     with pytest.raises(ValueError, match=r"drill_share in \[0, 1 - natural_share = 0.5\]"):
         SmolConfig(natural_share=0.5, drill_share=0.6)
+    binding = pool(SmolConfig(natural=str(natural_data), natural_share=0.0, drill_share=1.0, drill_easy_share=1.0), "train", 12)
+    assert all("easy" in r.tags and len(r.options) <= 3 for r in binding)  # the first rung only
+
+
+def test_warmup_and_rl_pools_hold_different_natural_tickets(natural_data):
+    from train.decision_smollm2 import pool
+
+    config = SmolConfig(natural=str(natural_data), natural_share=1.0, rows=30, init="arm")
+    warm, rl = pool(config, "train", 30), pool(config, "rl", 30)
+    assert len(rl) == 30 and not {r.context_id for r in warm} & {r.context_id for r in rl}
