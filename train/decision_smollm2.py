@@ -13,9 +13,9 @@ body that already reads English. Departures, said plainly:
   triage / orders / access rows (``train/decision_data.py``), ``natural_share`` of each pool natural.
   Warmup and RL draw disjoint natural rows (warmup: the first of train, RL: the last).
 - A binding stage first (a warmup on easy binding drills alone, ``--drill_share 1 --drill_easy_share 1``):
-  the base cannot read the letter in front of the option it means (zero-shot 0.51 on 2-3-option drills
-  naming the answer), and on mixed rows that binding did not emerge in 150 steps; alone, it does within
-  about 100 (results/smollm2_decision/fit_probes.md). The warmup continues from it (``--init``).
+  the base cannot read the letter in front of the option it means (zero-shot 0.53 on 2-3-option drills
+  naming the answer), a mixed warmup moved nothing in 150 steps, and on easy drills alone the binding
+  appears within about 100 (results/smollm2_decision/fit_probes.md). The warmup continues from it (``--init``).
 - Each stage stops after ``max_minutes`` with a checkpoint and resumes with ``--resume true``
   (chunks of <= 60 min); every chunk's wall time is logged.
 

