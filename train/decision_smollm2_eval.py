@@ -1,7 +1,7 @@
 """Evaluate the SmolLM2 decision arms: natural held-out tickets, our synthetic test prefix and the probe.
 
 Every arm is one LoRA adapter over the same frozen lower layers, so each prompt's lower-layer state
-is computed once (``train.decision_smollm2.cache_states``) and every arm, and the zero-shot base
+is computed once (``train.split_body.cache_states``) and every arm, and the zero-shot base
 with its own letter rows, reads from it: the numbers equal each arm's Decider (checked in the
 tests), at a fraction of the cost. The tiny RLCD arm (``checkpoints/decision-rlcd``) is scored on
 the natural tickets beside them. ``--served URL`` also scores the natural tickets through a System
@@ -28,7 +28,8 @@ from core.decision.export.adapter import head_rows
 from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config
-from train.decision_smollm2 import BASE, SplitBody, cache_states, probs_of
+from train.decision_smollm2 import BASE, probs_of
+from train.split_body import SplitBody, cache_states
 
 PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"), ("rlcd", "zero-shot"))
 

@@ -16,7 +16,8 @@ from core.decision.prompt import letter_token_ids
 from core.decision.questions import Choice
 from core.decision.readout import option_logits
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama
-from train.decision_smollm2 import SmolConfig, SplitBody, main, probs_of
+from train.decision_smollm2 import SmolConfig, main, probs_of
+from train.split_body import SplitBody
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory) -> Path:
