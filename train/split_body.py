@@ -17,6 +17,7 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache
 
+from core.clarify.kv_cache import shared_prefix
 from core.decision.readout import last_real_index, readout
 
 BODY_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -135,15 +136,6 @@ def after_prefix(cache, p: int, mask: torch.Tensor) -> dict:
     full = torch.cat([torch.ones(mask.shape[0], p, dtype=mask.dtype), mask], dim=1)
     positions = p + torch.arange(mask.shape[1]).expand(mask.shape[0], -1)
     return {"attention_mask": full, "position_ids": positions, "cache": cache, "use_cache": True}
-
-
-def shared_prefix(ids: Sequence[list[int]]) -> int:
-    """Length of the longest prefix every sequence shares, less one: each keeps a token of its own."""
-    n = min(len(one) for one in ids) - 1
-    first = ids[0]
-    for one in ids[1:]:
-        n = next((i for i in range(n) if one[i] != first[i]), n)
-    return max(n, 0)
 
 
 def cache_after_prefix(split: SplitBody, ids: list[list[int]], path: Path, tag: str, chunk: int = 8):

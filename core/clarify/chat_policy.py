@@ -11,7 +11,8 @@ A message ends at the model's end-of-message token or at its first complete ``</
 (nothing after the call is generated; each row of a batch stops on its own), then the template's
 own end-of-turn tokens follow, masked. With a ``KVStore`` (live play, single-stream evaluation), a
 batch-of-one turn reuses the cached keys/values of the conversation so far and prefills only the
-new tokens (``core.clarify.kv_cache``).
+new tokens (``core.clarify.kv_cache``); in a batch (evaluation, GRPO rollouts) each dialog keeps
+its own keys/values between turns, and the rows' shared system prompt is read once.
 """
 
 import logging
@@ -24,7 +25,7 @@ import torch
 
 from core.clarify.agent import TOOL_SCHEMAS, episode_messages
 from core.clarify.environment import ClarifyEnv
-from core.clarify.kv_cache import KVStore
+from core.clarify.kv_cache import MIN_SHARED, KVStore, RowKV, batch_layout, row_caches, shared_prefix
 from core.clarify.model_slots import slot_for
 from core.clarify.toolcalls import TAG_CLOSE, parse_tool_call
 from core.records import Generation, Turn
@@ -56,6 +57,8 @@ class Dialog:
     """Per completion token: 1 sampled by the model, 0 written by the template or a tool."""
     exact: bool = True
     """False when the template was not prefix-preserving and the transcript was re-tokenised."""
+    kv: RowKV | None = field(default=None, repr=False, compare=False)
+    """In a batch: the keys/values of the tokens the model has read so far (dropped when the episode ends)."""
 
     @property
     def ids(self) -> list[int]:
@@ -110,6 +113,8 @@ class ChatPolicy:
         self.model, self.tokenizer, self.name, self.kv = model, tokenizer, name, kv
         self.reused_tokens = 0
         """Prompt tokens the last ``sample`` call took from the KV store instead of prefilling."""
+        self.batch_kv = True
+        """Batches keep each dialog's keys/values between turns (False: every turn prefills it all)."""
         self.generation = generation or DEFAULT_GENERATION
         self.chat_template = chat_template
         end = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -158,22 +163,50 @@ class ChatPolicy:
         """
         g = self.generation
         rows = [d.ids for d in dialogs]
-        width = max(len(r) for r in rows)
-        ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows])
-        attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-        greedy = not g.temperature
         self.reused_tokens = 0
-        cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
         with slot_for(self.model).generating:  # one generate per model; other models run at once
+            layout = self._layout(dialogs) if len(rows) > 1 and self.batch_kv else None
+            if layout is not None:
+                ids, attention, cache = layout.input_ids, layout.attention_mask, layout.cache
+                width = ids.shape[1]
+            else:
+                width = max(len(r) for r in rows)
+                ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows])
+                attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+                cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
             out = self.model.generate(
                 input_ids=ids, attention_mask=attention, max_new_tokens=token_budget(g.max_new_tokens, None),
-                do_sample=False, logits_processor=None if greedy else [SeededDraw(g.temperature, g.top_p, seed)],
+                do_sample=False, logits_processor=None if not g.temperature else [SeededDraw(g.temperature, g.top_p, seed)],
                 stopping_criteria=[CallStop(self, width)], top_k=None, temperature=None, top_p=None,
                 eos_token_id=self.eos_id, pad_token_id=self.pad_id, streamer=streamer,
                 **({"cache": cache} if cache is not None else {}))
-        if cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
+        if len(rows) == 1 and cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
             self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache)
-        return [row[:self.message_end(row) or len(row)] for row in out[:, width:].tolist()]
+        kept = [row[:self.message_end(row) or len(row)] for row in out[:, width:].tolist()]
+        if layout is not None:
+            for d, kv in zip(dialogs, row_caches(layout, rows, kept, out.shape[1] - width)):
+                d.kv = kv
+        return kept
+
+    def _layout(self, dialogs: Sequence[Dialog]):
+        """The batch over each dialog's own keys/values (``kv_cache.batch_layout``); fresh dialogs that
+        share a prompt prefix (the system prompt and tools) get it read once. None: nothing to reuse."""
+        fresh = [d for d in dialogs if d.kv is None]
+        if len(fresh) > 1 and (n := shared_prefix([d.ids for d in fresh])) >= MIN_SHARED:
+            shared = self._read(fresh[0].ids[:n])
+            for d in fresh:
+                d.kv = shared
+        if all(d.kv is None for d in dialogs):
+            return None
+        return batch_layout([d.ids for d in dialogs], [d.kv for d in dialogs], self.pad_id)
+
+    def _read(self, ids: list[int]) -> RowKV:
+        """The keys/values of ``ids`` (one forward pass)."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=getattr(self.model, "config", None))
+        self.model(input_ids=torch.tensor([ids]), cache=cache, use_cache=True)
+        return RowKV(tuple(ids), [(layer.keys, layer.values) for layer in cache.layers])
 
     def _cached(self, ids: list[int]) -> Any:
         """The store's cache for the longest known prefix of ``ids``, or a fresh one to fill."""
@@ -189,6 +222,8 @@ class ChatPolicy:
         turn = env.step(call, raw=raw, parse_error=error)
         dialog.completion_ids += new_ids
         dialog.mask += [1] * len(new_ids)
+        if env.done:
+            dialog.kv = None
         if not env.done:
             self._append_template_tokens(env, dialog, new_ids)
         elif new_ids[-1:] != [self.eos_id] and self.message_end(new_ids) == len(new_ids):

@@ -42,6 +42,14 @@ def _common(a: tuple[int, ...], b: list[int]) -> int:
     return n
 
 
+def shared_prefix(ids: list[list[int]]) -> int:
+    """Length of the longest prefix every sequence shares, less one: each keeps a token of its own."""
+    n = min(len(one) for one in ids) - 1
+    for one in ids[1:]:
+        n = next((i for i in range(n) if one[i] != ids[0][i]), n)
+    return max(n, 0)
+
+
 def prefix_copy(cache: Any, n: int) -> Any:
     """A new DynamicCache holding the first ``n`` positions of ``cache`` (tensors copied)."""
     from transformers import DynamicCache
@@ -121,3 +129,69 @@ _STORES = PerModel(KVStore)
 def store_for(model: Any) -> KVStore:
     """The one store of a loaded model, shared by every live session playing it (dropped with it)."""
     return _STORES.of(model)
+
+
+# ---- batched play: each dialog keeps its own keys/values between turns
+
+
+@dataclass
+class RowKV:
+    """One dialog's keys/values: ``ids[i]``'s at position i, per layer ``(keys, values)`` [1, heads, len(ids), dim]."""
+
+    ids: tuple[int, ...]
+    layers: list[tuple[Any, Any]]
+
+    def upto(self, n: int) -> list[tuple[Any, Any]]:
+        return [(k[:, :, :n], v[:, :, :n]) for k, v in self.layers]
+
+
+@dataclass
+class BatchLayout:
+    """A batch that continues each row's cached tokens: row i is ``[pad][its first held[i] tokens, cached]
+    [pad][the rest, to prefill]``; padded slots are masked, positions follow the mask (as generate
+    computes them), so every real token sits at its own position and sees only its own row."""
+
+    input_ids: Any
+    attention_mask: Any
+    cache: Any
+    """A DynamicCache of the first ``width`` slots of every row."""
+    width: int
+    held: list[int]
+
+
+def batch_layout(rows: list[list[int]], kvs: list["RowKV | None"], pad_id: int) -> BatchLayout:
+    """Lay out ``rows`` over the tokens each ``kvs[i]`` already holds (the longest common prefix, at
+    most all but the last token: generation must feed one)."""
+    import torch
+    from transformers import DynamicCache
+
+    held = [0 if kv is None else min(_common(kv.ids, r), len(r) - 1) for r, kv in zip(rows, kvs)]
+    width, rest = max(held), max(len(r) - h for r, h in zip(rows, held))
+    ids = [[pad_id] * (width - h) + r[:h] + [pad_id] * (rest - len(r) + h) + r[h:] for r, h in zip(rows, held)]
+    mask = [[0] * (width - h) + [1] * h + [0] * (rest - len(r) + h) + [1] * (len(r) - h) for r, h in zip(rows, held)]
+    like = next(kv for kv, h in zip(kvs, held) if h).layers
+    layers = []
+    for layer, (k0, v0) in enumerate(like):
+        ks, vs = [], []
+        for kv, h in zip(kvs, held):
+            k, v = (kv.layers[layer][0][:, :, :h], kv.layers[layer][1][:, :, :h]) if h else (k0[:, :, :0], v0[:, :, :0])
+            pad = (0, 0, width - h, 0)  # left-pad the position axis
+            ks.append(torch.nn.functional.pad(k, pad))
+            vs.append(torch.nn.functional.pad(v, pad))
+        layers.append((torch.cat(ks), torch.cat(vs)))
+    return BatchLayout(torch.tensor(ids), torch.tensor(mask), DynamicCache(ddp_cache_data=layers), width, held)
+
+
+def row_caches(layout: BatchLayout, rows: list[list[int]], kept: list[list[int]], generated: int) -> list[RowKV]:
+    """Each row's keys/values after generate filled ``layout.cache``: its real prompt tokens and the
+    kept tokens generate fed (all it generated but the last step's)."""
+    import torch
+
+    mask = layout.attention_mask
+    out = []
+    for i, (r, new) in enumerate(zip(rows, kept)):
+        fed = min(len(new), generated - 1)
+        where = torch.cat([mask[i].nonzero().flatten(), mask.shape[1] + torch.arange(fed)])
+        out.append(RowKV(tuple(r) + tuple(new[:fed]),
+                         [(layer.keys[i:i + 1, :, where], layer.values[i:i + 1, :, where]) for layer in layout.cache.layers]))
+    return out

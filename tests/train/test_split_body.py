@@ -6,7 +6,8 @@ import torch
 
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama
 from train.clarify_sft import SFTConfig, lora_config, proposal_weights, selected_loss, split_loss, weighted_loss
-from train.split_body import SplitBody, cache_after_prefix, shared_prefix
+from core.clarify.kv_cache import shared_prefix
+from train.split_body import SplitBody, cache_after_prefix
 
 M = -100
 

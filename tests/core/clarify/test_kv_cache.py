@@ -136,3 +136,55 @@ def test_the_shipped_policy_plays_the_same_episodes_with_reuse(temperature):
         assert [t.raw for t in envs[0].turns] == [t.raw for t in envs[1].turns]
         assert len(envs[0].turns) > 2 and envs[0].score == envs[1].score
     assert sum(r > 0 for r in reused) >= len(reused) - 1  # all but the very first turn
+
+
+def test_a_batch_layout_over_held_rows_reads_as_the_whole_rows(tiny):
+    """Rows that continue cached tokens (different lengths held, different lengths to prefill, one
+    with nothing held) give each real position the logits of that row read alone."""
+    from transformers import DynamicCache
+
+    from core.clarify.kv_cache import RowKV, batch_layout, row_caches
+
+    model, _ = tiny
+    rows = [list(range(5, 40)), list(range(7, 30)) + [3, 4], list(range(9, 22))]
+
+    def read(ids):
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), cache=DynamicCache(config=model.config), use_cache=True)
+        return out.logits[0], RowKV(tuple(ids), [(layer.keys, layer.values) for layer in out.cache.layers])
+
+    held = [read(rows[0][:30])[1], read(rows[1][:10])[1], None]
+    layout = batch_layout(rows, held, pad_id=0)
+    assert layout.held == [30, 10, 0] and layout.width == 30 and layout.cache.get_seq_length() == 30
+    with torch.no_grad():
+        logits = model(input_ids=layout.input_ids[:, 30:], attention_mask=layout.attention_mask,
+                       position_ids=(layout.attention_mask.cumsum(-1) - 1).clamp(min=0)[:, 30:], cache=layout.cache).logits
+    for i, (row, h) in enumerate(zip(rows, layout.held)):
+        rest = len(row) - h
+        assert torch.allclose(logits[i, -rest:], read(row)[0][h:], atol=1e-4), f"row {i}"
+    kept = [[1, 2], [3], [4, 5, 6]]
+    after = row_caches(layout, rows, kept, generated=1)  # a one-step generate fed no new token
+    assert [kv.ids for kv in after] == [tuple(r) for r in rows]
+    assert all(torch.allclose(kv.layers[0][0], read(r)[1].layers[0][0], atol=1e-5) for kv, r in zip(after, rows))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_batched_episodes_are_the_same_with_each_rows_own_cache(temperature):
+    """play_batch keeping each dialog's keys/values (and the shared system prompt read once) plays
+    the episodes it plays prefilling everything every turn, on a policy that makes real episodes."""
+    import random
+    from pathlib import Path
+
+    from core.clarify.chat_policy import load_chat_policy
+
+    folder = Path(__file__).resolve().parents[3] / "checkpoints" / "clarify-warmup"
+    policy = load_chat_policy(folder, Generation(temperature=temperature, max_new_tokens=120))
+    played = {}
+    for flag in (False, True):
+        policy.batch_kv = flag
+        envs = [ClarifyEnv(generate_scenario(s, d), "v2") for s in (1, 2) for d in ("easy", "hard")]
+        dialogs = policy.play_batch(envs, random.Random(0))
+        played[flag] = [e.turns for e in envs], [d.ids for d in dialogs]
+        assert all(d.kv is None for d in dialogs)  # dropped when each episode ended
+    assert played[True] == played[False]
+    assert max(len(turns) for turns in played[True][0]) >= 4  # multi-turn: the caches were carried
