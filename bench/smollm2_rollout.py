@@ -1,0 +1,80 @@
+"""SmolLM2 rollouts on 2 CPUs: episodes/min of the evaluation's batches and of GRPO's groups,
+before (every turn prefills the whole conversation) and after (each row keeps its keys/values,
+the shared system prompt read once), side by side on the same scenarios and seeds.
+
+A trained policy plays 5-7 turns an episode, and at turn 6 a batch of 16 re-read about 16 x 1,000
+prompt tokens before: prefill, not decoding, was what an episode cost. The policy is the shipped
+SmolLM2 adapter (``--policy`` takes any model location). The headline (eval, after) prints last.
+
+    python bench/smollm2_rollout.py [--quick] [--json OUT] [--policy checkpoints/clarify-smollm2-grpo]
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from core.clarify.chat_policy import load_chat_policy  # noqa: E402
+from core.clarify.environment import ClarifyEnv  # noqa: E402
+from core.clarify.scenarios import load_scenarios  # noqa: E402
+from core.records import Generation  # noqa: E402
+
+
+def measure(policy, scenarios, samples: int, batch_kv: bool, seed: int = 0) -> dict:
+    """One batch: every scenario ``samples`` times in lockstep; episodes per minute of wall time."""
+    policy.batch_kv = batch_kv
+    envs = [ClarifyEnv(s, "v1") for s in scenarios for _ in range(samples)]
+    start = time.perf_counter()
+    policy.play_batch(envs, random.Random(seed))
+    wall = time.perf_counter() - start
+    return {"batch_kv": batch_kv, "episodes": len(envs), "turns": sum(len(e.turns) for e in envs),
+            "wall_seconds": round(wall, 2), "episodes_per_minute": round(60 * len(envs) / wall, 2),
+            "scores": [round(e.episode("bench").breakdown.total, 4) for e in envs]}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="a batch of 4 scenarios and one group (about a minute or two)")
+    p.add_argument("--json", default=None, help="write the measurements as JSON here")
+    p.add_argument("--policy", default="checkpoints/clarify-smollm2-grpo", help="a model location (default: the shipped adapter)")
+    p.add_argument("--scenarios", type=int, default=None, help="scenarios in the eval batch (default 16, quick 4)")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    n = args.scenarios or (4 if args.quick else 16)
+    policy = load_chat_policy(args.policy, Generation(temperature=0.7, max_new_tokens=None))
+    published = load_scenarios("clarifyrl-heldout")
+    rows = []
+    for kind, scenarios, samples in (("eval", published[:n], 1), ("grpo group", published[n:n + 1], 4)):
+        for batch_kv in (False, True):
+            row = {"kind": kind, **measure(policy, scenarios, samples, batch_kv)}
+            rows.append(row)
+            print(f"{kind:>10} {'after' if batch_kv else 'before':>6}: {row['episodes']:>2} episodes, {row['turns']:>3} turns, "
+                  f"{row['wall_seconds']:>7.1f} s, {row['episodes_per_minute']:>6.2f} episodes/min", flush=True)
+    before, after = rows[0], rows[1]
+    group_before, group_after = rows[2], rows[3]
+    result = {"policy": args.policy, "threads": args.threads, "quick": args.quick,
+              "episodes_per_minute": after["episodes_per_minute"], "episodes_per_minute_before": before["episodes_per_minute"],
+              "grpo_groups_per_minute": round(group_after["episodes_per_minute"] / 4, 3),
+              "grpo_groups_per_minute_before": round(group_before["episodes_per_minute"] / 4, 3),
+              "same_episodes": before["scores"] == after["scores"] and group_before["scores"] == group_after["scores"],
+              "configurations": rows}
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"SmolLM2 eval rollouts ({n} scenarios in one batch, {args.threads} threads): "
+          f"{after['episodes_per_minute']:.2f} episodes/min with per-row keys/values vs {before['episodes_per_minute']:.2f} before "
+          f"({after['episodes_per_minute'] / before['episodes_per_minute']:.1f}x); GRPO group of 4: "
+          f"{result['grpo_groups_per_minute']:.2f} vs {result['grpo_groups_per_minute_before']:.2f} groups/min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
