@@ -71,6 +71,9 @@ class SFTConfig:
     log_every: int = field(default=20, metadata={"help": "optimiser steps between log lines"})
     val_demos: int = field(default=64, metadata={"help": "held-back full-strength demos for copy accuracy"})
     eval_every: int = field(default=100, metadata={"help": "optimiser steps between copy-accuracy checks (and saves)"})
+    max_minutes: float = field(default=0.0, metadata={
+        "help": "end this chunk after this wall time with a resumable state in out/ (0: no limit)"})
+    resume: bool = field(default=False, metadata={"help": "continue from out/train_state.pt (same config)"})
 
     def __post_init__(self):
         if not (0 <= self.p_required <= 1 and 0 <= self.p_extra <= 1):
@@ -259,36 +262,72 @@ def split_greedy(model, split: SplitBody, prefix: torch.Tensor, tails: list[torc
 
 
 def train(model, rows, cfg: SFTConfig, rng: random.Random, pad: int, val_rows=(), save=lambda model: None,
-          loss_of=None, greedy=None) -> list[dict]:
-    """``loss_of(idx, ids, labels, weights, mask)`` and ``greedy`` (copy_accuracy's) default to the whole model."""
+          loss_of=None, greedy=None, state_file: Path | None = None) -> tuple[list[dict], bool]:
+    """(log, finished). ``loss_of(idx, ids, labels, weights, mask)`` and ``greedy`` (copy_accuracy's)
+    default to the whole model. With ``state_file`` every save also writes the optimiser, schedule
+    and trained weights there, a chunk ends after ``cfg.max_minutes``, and ``cfg.resume`` continues:
+    the batches are drawn again from the same seed and the finished ones skipped."""
     loss_of = loss_of or whole_loss(model)
     steps = cfg.epochs * math.ceil(len(rows) / cfg.batch_size)
     warm = max(1, steps // 20)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    trained = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    opt = torch.optim.AdamW(list(trained.values()), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))))
-    log, step, start = [], 0, time.time()
+    log, done, before, chunks = [], 0, 0.0, []
+    if cfg.resume and state_file is not None and state_file.is_file():
+        state = torch.load(state_file)
+        with torch.no_grad():
+            for n, p in trained.items():
+                p.copy_(state["trained"][n])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        log, done, before, chunks = state["log"], state["step"], state["elapsed_s"], state["chunks"]
+        print(f"resumed at step {done} of {steps} ({before:.0f} s trained before)", flush=True)
+    start = time.time()
+
+    def checkpoint(step: int) -> None:
+        save(model)
+        if state_file is not None:
+            torch.save({"step": step, "log": log, "elapsed_s": before + time.time() - start,
+                        "chunks": chunks + [round(time.time() - start, 1)], "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(), "trained": {n: p.detach().clone() for n, p in trained.items()}},
+                       state_file)
+
+    step = 0
     model.train()
     for epoch in range(cfg.epochs):
         for idx, ids, labels, weights, mask in batches(rows, cfg.batch_size, pad, rng):
+            step += 1
+            if step <= done:
+                continue
             loss = loss_of(idx, ids, labels, weights, mask)
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(list(trained.values()), 1.0)
             opt.step()
             sched.step()
-            step += 1
             evaluate = bool(val_rows) and (step % cfg.eval_every == 0 or step == steps)
             if evaluate or step % cfg.log_every == 0 or step == steps:
                 entry = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4),
-                         "lr": sched.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
+                         "lr": sched.get_last_lr()[0], "elapsed_s": round(before + time.time() - start, 1)}
                 if evaluate:
                     entry["copy_accuracy"] = round(copy_accuracy(model, val_rows, greedy), 4)
-                    save(model)
                 log.append(entry)
                 print(json.dumps(entry), flush=True)
+                if evaluate:
+                    checkpoint(step)
+            if cfg.max_minutes and time.time() - start > cfg.max_minutes * 60 and step < steps:
+                checkpoint(step)
+                print(f"chunk ended at step {step} of {steps} after {time.time() - start:.0f} s; "
+                      "continue with --resume true", flush=True)
+                model.eval()
+                return log, False
     model.eval()
-    return log
+    if state_file is not None:
+        chunks.append(round(time.time() - start, 1))
+        state_file.with_suffix(".chunks.json").write_text(json.dumps(chunks) + "\n")
+    return log, True
 
 
 def main(cfg: SFTConfig) -> None:
@@ -329,9 +368,15 @@ def main(cfg: SFTConfig) -> None:
         loss_of = split_loss(model, split, *cache_after_prefix(split, [r[0] for r in rows], Path(cfg.cache), "demos"))
         greedy = split_greedy(model, split, *cache_after_prefix(split, [r[0] for r in val_rows], Path(cfg.cache), "val"))
         print(f"lower states cached: {time.time() - start:.0f} s since start", flush=True)
-    log = train(model, rows, cfg, rng, policy.pad_id, val_rows, save, loss_of, greedy)
+    out.mkdir(parents=True, exist_ok=True)
+    state_file = out / "train_state.pt" if cfg.base else None
+    log, finished = train(model, rows, cfg, rng, policy.pad_id, val_rows, save, loss_of, greedy, state_file)
+    if not finished:
+        return
     save(model)
     record = {"config": asdict(cfg), "wall_time_s": round(time.time() - start, 1), "log_history": log}
+    if state_file is not None:  # each chunk's training wall time (one unless it ran in chunks)
+        record["chunk_train_wall_s"] = json.loads(state_file.with_suffix(".chunks.json").read_text())
     stages = []
     if cfg.init_from and (Path(cfg.init_from) / "training_log.json").is_file():
         earlier = json.loads((Path(cfg.init_from) / "training_log.json").read_text())

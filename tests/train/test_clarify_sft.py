@@ -98,3 +98,29 @@ def test_held_back_demos_never_share_a_scenario_with_training_demos():
     assert len(train) == 300 and len(held) == 40
     assert not {e.scenario.id for e in train} & {e.scenario.id for e in held}
     assert all(e.questions_asked >= len(e.scenario.required_keys) for e in held)  # full-strength style
+
+
+def test_a_split_lora_warmup_in_chunks_ends_where_one_run_ends(tmp_path, tiny_checkpoint):
+    """A LoRA on the top layer over cached lower states, run whole and run in one-step chunks
+    (each resumed from out/train_state.pt): the same adapter, every chunk's wall time recorded."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from train.clarify_sft import main
+
+    common = dict(base=str(tiny_checkpoint), top_layers=1, lora_rank=2, lora_alpha=4, demos=12, val_demos=2,
+                  batch_size=4, lr=1e-2, eval_every=2, log_every=1, cache=str(tmp_path / "cache"))
+    main(SFTConfig(out=str(tmp_path / "whole"), **common))
+    chunks = 0
+    while not (tmp_path / "parts" / "training_log.json").is_file():
+        main(SFTConfig(out=str(tmp_path / "parts"), max_minutes=1e-9, resume=chunks > 0, **common))
+        chunks += 1
+    assert chunks == 3  # one step a chunk; the last step ends the run
+    whole, parts = (load_file(tmp_path / d / "adapter_model.safetensors") for d in ("whole", "parts"))
+    assert whole.keys() == parts.keys() and all(torch.allclose(whole[k], parts[k], atol=1e-6) for k in whole)
+    assert any(v.abs().max() > 0 for k, v in whole.items() if "lora_B" in k)  # it trained
+    log = json.loads((tmp_path / "parts" / "training_log.json").read_text())
+    assert len(log["chunk_train_wall_s"]) == 3 and [e["step"] for e in log["log_history"]] == [1, 2, 3]
+    config = json.loads((tmp_path / "whole" / "adapter_config.json").read_text())
+    assert config["layers_to_transform"] == [1] and config["base_model_name_or_path"] == str(tiny_checkpoint)
