@@ -5,7 +5,9 @@ both simulator versions), in a per-(family, difficulty) order found by exhaustiv
 field subsets on training seeds, and proposes a plan that copies every revealed value and writes
 "unknown" for a required field the user could not state. It is deliberately imperfect: each
 question is skipped with a probability (``DemoStyle``), so a model that imitates it asks too
-little, and reinforcement learning has something to fix. Run by train/clarify_sft.py.
+little, and reinforcement learning has something to fix. With ``p_detour`` it also wastes a
+question now and then (untrained), so a model sees how to go on after a question that brought
+nothing. Run by train/clarify_sft.py.
 """
 
 import json
@@ -83,6 +85,10 @@ class DemoStyle:
     """Probability of asking about each required field (else its plan value is "unknown")."""
     p_extra: float = 1.0
     """Probability of asking about each extra field worth a question."""
+    p_detour: float = 0.0
+    """Probability of a wasted question before each planned one, where the budget leaves room: a
+    field the plan does not need, or a repeat. The turn after it is the recovery a model learns;
+    the detour itself is not trained (``detour_turns``)."""
 
 
 def expert_fields(scenario: Scenario) -> list[str]:
@@ -107,11 +113,40 @@ def plan_from(scenario: Scenario, revealed: dict) -> dict[str, str]:
 def play_demo(scenario: Scenario, rubric: str, style: DemoStyle, rng: random.Random) -> Episode:
     """One demonstration episode; every turn's raw text is the Qwen3-form call the model will copy."""
     env = ClarifyEnv(scenario, rubric)
-    for field in demo_calls(scenario, style, rng)[: scenario.max_questions]:
+    fields = demo_calls(scenario, style, rng)[: scenario.max_questions]
+    room = min(scenario.max_questions, scenario.max_steps - 1) - len(fields)
+    asked: list[str] = []
+    for field in fields:
+        wasted = detour_fields(scenario, asked)
+        if style.p_detour and room > 0 and wasted and rng.random() < style.p_detour:
+            asked.append(rng.choice(wasted))
+            room -= 1
+            _step(env, ToolCall(name="ask_question", arguments={"question": QUESTIONS[asked[-1]]}))
+        asked.append(field)
         _step(env, ToolCall(name="ask_question", arguments={"question": QUESTIONS[field]}))
     plan = json.dumps(plan_from(scenario, env.revealed), ensure_ascii=False)
     _step(env, ToolCall(name="propose_plan", arguments={"plan": plan}))
     return env.episode("demo")
+
+
+def detour_fields(scenario: Scenario, asked: list[str]) -> list[str]:
+    """Questions that waste a turn here: fields the expert would not ask about, and repeats."""
+    expert = set(expert_fields(scenario))
+    return [f for f in FAMILIES[scenario.family].fields if f not in expert] + sorted(set(asked))
+
+
+FIELD_OF = {question: field for field, question in QUESTIONS.items()}
+
+
+def detour_turns(episode: Episode) -> set[int]:
+    """Indices of the episode's wasted questions (``detour_fields`` at the time they were asked)."""
+    expert, seen, out = set(expert_fields(episode.scenario)), set(), set()
+    for k, turn in enumerate(episode.turns):
+        field = FIELD_OF.get((turn.call.arguments or {}).get("question", "")) if turn.call else None
+        if turn.call is not None and turn.call.name == "ask_question" and (field not in expert or field in seen):
+            out.add(k)
+        seen.add(field)
+    return out
 
 
 def _step(env: ClarifyEnv, call: ToolCall) -> None:

@@ -31,7 +31,7 @@ from core.clarify.families import DIFFICULTIES
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
 from core.records import Episode
 from core.decision.export.published import portable_tokenizer_config
-from train.clarify_demos import DemoStyle, check_family_tables, play_demo
+from train.clarify_demos import DemoStyle, check_family_tables, detour_turns, play_demo
 from train.clarify_tokenizer import corpus, train_tokenizer
 from train.split_body import BODY_LINEARS, SplitBody, cache_after_prefix
 
@@ -53,6 +53,8 @@ class SFTConfig:
     demos: int = field(default=24000, metadata={"help": "number of demonstration episodes"})
     p_required: float = field(default=0.8, metadata={"help": "demo probability of asking each required field"})
     p_extra: float = field(default=0.5, metadata={"help": "demo probability of asking each extra useful field"})
+    p_detour: float = field(default=0.0, metadata={
+        "help": "demo probability of a wasted question before each planned one (not trained: the recovery is)"})
     rubric: str = field(default="v2", metadata={"help": "rubric the demos are played under (tool results only)"})
     epochs: int = field(default=1, metadata={"help": "passes over the demonstrations"})
     plan_weight: float = field(default=3.0, metadata={"help": "loss weight of the proposal turn's tokens (others weigh 1)"})
@@ -131,7 +133,7 @@ def demo_episodes(cfg: SFTConfig, rng: random.Random) -> tuple[list[Episode], li
     pairs = [(s, d) for s in TRAIN_SEEDS for d in DIFFICULTIES]
     rng.shuffle(pairs)
     held, pool = pairs[:cfg.val_demos], pairs[cfg.val_demos:]
-    style = DemoStyle(p_required=cfg.p_required, p_extra=cfg.p_extra)
+    style = DemoStyle(p_required=cfg.p_required, p_extra=cfg.p_extra, p_detour=cfg.p_detour)
     train = [play_demo(generate_scenario(*pool[i % len(pool)]), cfg.rubric, style, rng) for i in range(cfg.demos)]
     val = [play_demo(generate_scenario(*p), cfg.rubric, DemoStyle(), rng) for p in held]
     return train, val
@@ -153,15 +155,22 @@ def teacher_forced(policy: ChatPolicy, episode: Episode) -> tuple[list[int], lis
     return dialog.ids, labels
 
 
+def turn_spans(labels: list[int]) -> list[range]:
+    """Positions of each run of trained tokens: one per agent turn, in order."""
+    spans, start = [], None
+    for i, t in enumerate(labels + [-100]):
+        if t != -100 and start is None:
+            start = i
+        elif t == -100 and start is not None:
+            spans.append(range(start, i))
+            start = None
+    return spans
+
+
 def proposal_span(labels: list[int]) -> range:
     """Positions of the last trained run of tokens: the proposal turn, where revealed values are copied."""
-    end = len(labels)
-    while end and labels[end - 1] == -100:
-        end -= 1
-    start = end
-    while start and labels[start - 1] != -100:
-        start -= 1
-    return range(start, end)
+    spans = turn_spans(labels)
+    return spans[-1] if spans else range(len(labels), len(labels))
 
 
 def proposal_weights(labels: list[int], plan_weight: float) -> list[float]:
@@ -216,11 +225,15 @@ def copy_accuracy(model, rows: list[tuple[list[int], list[int], list[int]]], gre
 
 def token_weights(policy: ChatPolicy, episode: Episode, labels: list[int], cfg: SFTConfig) -> list[float]:
     """Loss weights of one demo: proposal tokens ``plan_weight``, copied values ``copy_weight``
-    (``plan_weight`` when unset)."""
+    (``plan_weight`` when unset), a wasted question's tokens 0 (the demonstrator's detours)."""
     weights = proposal_weights(labels, cfg.plan_weight)
     if cfg.copy_weight is not None:
         for i in copy_positions(policy, episode, labels):
             weights[i] = cfg.copy_weight
+    spans = turn_spans(labels)
+    for k in detour_turns(episode):
+        for i in spans[k]:
+            weights[i] = 0.0
     return weights
 
 

@@ -40,3 +40,34 @@ def test_skipping_every_question_still_proposes_a_complete_plan():
     assert len(episode.turns) == 1 and episode.questions_asked == 0
     assert episode.plan == {k: UNKNOWN for k in s.required_keys}
     assert episode.breakdown.gate_passed
+
+
+def test_detours_waste_questions_the_budget_can_spare_and_the_plan_keeps_the_experts():
+    from train.clarify_demos import FIELD_OF, detour_turns
+
+    detoured = 0
+    for s in SCENARIOS[:60]:
+        plain = play_demo(s, "v2", DemoStyle(), random.Random(0))
+        episode = play_demo(s, "v2", DemoStyle(p_detour=1.0), random.Random(0))
+        asked = [t.call.arguments["question"] for t in episode.turns[:-1]]
+        wasted = detour_turns(episode)
+        kept = [q for k, q in enumerate(asked) if k not in wasted]
+        assert kept == [QUESTIONS[f] for f in expert_fields(s)][: s.max_questions]  # the expert's list, in order
+        assert {k: v for k, v in episode.plan.items() if k in plain.plan} == plain.plan  # detours add
+        assert set(episode.plan) - set(plain.plan) <= {FIELD_OF[asked[k]] for k in wasted}  # what they revealed
+        assert episode.termination == "plan"
+        assert len(asked) <= min(s.max_questions, s.max_steps - 1)
+        assert len(wasted) == len(asked) - len(expert_fields(s)[: s.max_questions])
+        for k in wasted:  # a field the plan does not need, or a repeat
+            field = FIELD_OF[asked[k]]
+            assert field not in expert_fields(s) or field in [FIELD_OF[q] for q in asked[:k]]
+        detoured += len(wasted)
+        assert not detour_turns(plain)
+    assert detoured > 30
+
+
+def test_without_detours_the_demos_are_those_of_before():
+    s = generate_scenario(21, "medium")
+    a = play_demo(s, "v2", DemoStyle(p_required=0.8, p_extra=0.5), random.Random(3))
+    b = play_demo(s, "v2", DemoStyle(p_required=0.8, p_extra=0.5, p_detour=0.0), random.Random(3))
+    assert a.model_dump() == b.model_dump()

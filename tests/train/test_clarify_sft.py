@@ -124,3 +124,19 @@ def test_a_split_lora_warmup_in_chunks_ends_where_one_run_ends(tmp_path, tiny_ch
     assert len(log["chunk_train_wall_s"]) == 3 and [e["step"] for e in log["log_history"]] == [1, 2, 3]
     config = json.loads((tmp_path / "whole" / "adapter_config.json").read_text())
     assert config["layers_to_transform"] == [1] and config["base_model_name_or_path"] == str(tiny_checkpoint)
+
+
+def test_a_detour_is_not_trained_and_the_rest_weighs_as_before(tiny_tokenizer):
+    from train.clarify_demos import detour_turns
+    from train.clarify_sft import turn_spans
+
+    policy = ChatPolicy(None, tiny_tokenizer)
+    s = generate_scenario(7, "easy")
+    episode = play_demo(s, "v2", DemoStyle(p_detour=1.0), random.Random(0))
+    _, labels = teacher_forced(policy, episode)
+    spans, wasted = turn_spans(labels), detour_turns(episode)
+    assert len(spans) == len(episode.turns) and wasted
+    weights = token_weights(policy, episode, labels, SFTConfig(plan_weight=3.0))
+    plain = proposal_weights(labels, 3.0)
+    for k, span in enumerate(spans):
+        assert [weights[i] for i in span] == ([0.0] * len(span) if k in wasted else [plain[i] for i in span])
