@@ -141,9 +141,6 @@ class RowKV:
     ids: tuple[int, ...]
     layers: list[tuple[Any, Any]]
 
-    def upto(self, n: int) -> list[tuple[Any, Any]]:
-        return [(k[:, :, :n], v[:, :, :n]) for k, v in self.layers]
-
 
 @dataclass
 class BatchLayout:
