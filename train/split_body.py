@@ -104,21 +104,8 @@ class SplitBody:
 
 def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str, chunk: int = 8) -> list[torch.Tensor]:
     """Lower-half states of every sequence, computed once and kept under ``path`` (keyed by the ids)."""
-    key = hashlib.sha256(repr((split.first_adapted, ids)).encode()).hexdigest()[:16]
-    file = path / f"cache-{tag}-{key}.pt"
-    if file.is_file():
-        return torch.load(file)
-    t0, states = time.time(), [None] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths pad less
-    for start in range(0, len(order), chunk):
-        part = order[start : start + chunk]
-        for i, h in zip(part, split.hidden([ids[i] for i in part])):
-            states[i] = h
-        if start % (25 * chunk) == 0:
-            print(f"cache {tag}: {start}/{len(ids)} sequences, {time.time() - t0:.0f} s", flush=True)
-    path.mkdir(parents=True, exist_ok=True)
-    torch.save(states, file)
-    return states
+    return _stored(_cache_file(path, tag, (split.first_adapted, ids)),
+                   lambda: _in_chunks(ids, chunk, split.hidden, f"cache {tag}"))
 
 
 def right_padded(rows: Sequence[torch.Tensor], dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -142,19 +129,37 @@ def cache_after_prefix(split: SplitBody, ids: list[list[int]], path: Path, tag: 
     """``cache_states`` for sequences that share a long prefix (the clarify demos' system prompt):
     (prefix states [P, H], each sequence's tail states [T_i - P, H]), the prefix run once."""
     p = shared_prefix(ids)
-    key = hashlib.sha256(repr(("after-prefix", split.first_adapted, ids)).encode()).hexdigest()[:16]
-    file = path / f"cache-{tag}-{key}.pt"
+
+    def build():
+        prefix = split.prefix(ids[0][:p])
+        tails = _in_chunks([one[p:] for one in ids], chunk, lambda part: split.hidden_after(prefix, part),
+                           f"cache {tag} after a {p}-token prefix")
+        return prefix[0], tails
+    return _stored(_cache_file(path, tag, ("after-prefix", split.first_adapted, ids)), build)
+
+
+def _cache_file(path: Path, tag: str, key) -> Path:
+    return path / f"cache-{tag}-{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.pt"
+
+
+def _stored(file: Path, build):
+    """What ``file`` holds, or ``build()``'s result, saved there first."""
     if file.is_file():
         return torch.load(file)
-    t0, tails = time.time(), [None] * len(ids)
-    prefix = split.prefix(ids[0][:p])
+    value = build()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(value, file)
+    return value
+
+
+def _in_chunks(ids: list[list[int]], chunk: int, read, label: str) -> list[torch.Tensor]:
+    """``read`` over chunks of similar-length sequences (they pad less), back in the given order."""
+    t0, states = time.time(), [None] * len(ids)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     for start in range(0, len(order), chunk):
         part = order[start : start + chunk]
-        for i, h in zip(part, split.hidden_after(prefix, [ids[i][p:] for i in part])):
-            tails[i] = h
+        for i, h in zip(part, read([ids[i] for i in part])):
+            states[i] = h
         if start % (25 * chunk) == 0:
-            print(f"cache {tag}: {start}/{len(ids)} sequences after a {p}-token prefix, {time.time() - t0:.0f} s", flush=True)
-    path.mkdir(parents=True, exist_ok=True)
-    torch.save((prefix[0], tails), file)
-    return prefix[0], tails
+            print(f"{label}: {start}/{len(ids)} sequences, {time.time() - t0:.0f} s", flush=True)
+    return states
