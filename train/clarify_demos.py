@@ -139,13 +139,16 @@ FIELD_OF = {question: field for field, question in QUESTIONS.items()}
 
 
 def detour_turns(episode: Episode) -> set[int]:
-    """Indices of the episode's wasted questions (``detour_fields`` at the time they were asked)."""
-    expert, seen, out = set(expert_fields(episode.scenario)), set(), set()
+    """Indices of the episode's wasted questions (``detour_fields`` at the time they were asked; a
+    question that is none of the demonstrator's wastes a turn too)."""
+    asked, out = [], set()
     for k, turn in enumerate(episode.turns):
-        field = FIELD_OF.get((turn.call.arguments or {}).get("question", "")) if turn.call else None
-        if turn.call is not None and turn.call.name == "ask_question" and (field not in expert or field in seen):
+        if turn.call is None or turn.call.name != "ask_question":
+            continue
+        field = FIELD_OF.get((turn.call.arguments or {}).get("question", ""))
+        if field is None or field in detour_fields(episode.scenario, asked):
             out.add(k)
-        seen.add(field)
+        asked.append(field)
     return out
 
 
