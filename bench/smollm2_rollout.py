@@ -4,9 +4,9 @@ the shared system prompt read once), side by side on the same scenarios and seed
 
 A trained policy plays 5-7 turns an episode, and at turn 6 a batch of 16 re-read about 16 x 1,000
 prompt tokens before: prefill, not decoding, was what an episode cost. The policy is the shipped
-SmolLM2 adapter (``--policy`` takes any model location). The headline (eval, after) prints last.
+SmolLM2 warmup adapter (``--policy`` takes any model location). The headline (eval, after) prints last.
 
-    python bench/smollm2_rollout.py [--quick] [--json OUT] [--policy checkpoints/clarify-smollm2-grpo]
+    python bench/smollm2_rollout.py [--quick] [--json OUT] [--policy checkpoints/clarify-smollm2-warmup]
 """
 
 import argparse
@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a batch of 4 scenarios and one group (about a minute or two)")
     p.add_argument("--json", default=None, help="write the measurements as JSON here")
-    p.add_argument("--policy", default="checkpoints/clarify-smollm2-grpo", help="a model location (default: the shipped adapter)")
+    p.add_argument("--policy", default="checkpoints/clarify-smollm2-warmup",
+                   help="a model location (default: the best shipped SmolLM2 adapter)")
     p.add_argument("--scenarios", type=int, default=None, help="scenarios in the eval batch (default 16, quick 4)")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
