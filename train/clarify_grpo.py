@@ -114,14 +114,22 @@ def make_rollout(policy: ChatPolicy, scenarios: dict[str, Scenario], rubric: str
 
 
 class WallClock(TrainerCallback):
-    """Stop training (and save) once the wall-time budget is spent: the machine is shared."""
+    """Stop training once the wall-time budget is spent, saving a full checkpoint (optimizer, RNG and
+    step) at that step so that ``--resume`` goes on from it: runs are chunks on a shared machine."""
 
     def __init__(self, minutes: float, start: float):
         self.limit, self.start = minutes * 60.0, start
+        self.first_step: int | None = None  # where this chunk began (a resumed run's checkpoint step)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.first_step is None:
+            self.first_step = state.global_step
+        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.limit and time.time() - self.start > self.limit:
             control.should_training_stop = True
+            control.should_save = True
         return control
 
 
@@ -210,13 +218,24 @@ def policy_base(args: ClarifyArgs) -> str | None:
     return args.model if args.lora_rank else None
 
 
+def previous_chunks(out: Path) -> list[dict]:
+    """The chunks an earlier call recorded in ``training_info.json`` (one whole run if it predates chunks)."""
+    path = out / "training_info.json"
+    if not path.exists():
+        return []
+    info = json.loads(path.read_text())
+    return info.get("chunks") or [{"from_step": 0, "to_step": info["steps"], "wall_time_s": info["wall_time_s"]}]
+
+
 def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     torch.set_num_threads(args.threads)
     start = time.time()
     trainer = build_trainer(args, config)
     out = Path(config.output_dir)
     trainer.add_callback(ProgressFile(out, start))
-    trainer.add_callback(WallClock(args.max_minutes, start))
+    clock = WallClock(args.max_minutes, start)
+    trainer.add_callback(clock)
+    chunks = previous_chunks(out) if args.resume else []
     trainer.train(resume_from_checkpoint=args.resume or None)
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(out)
@@ -224,7 +243,10 @@ def main(args: ClarifyArgs, config: GRPOConfig) -> None:
     base = policy_base(args)
     if base:  # a LoRA adapter: name its base as core.models finds it
         name_base(out, base)
-    info = {"args": asdict(args), "wall_time_s": round(time.time() - start, 1), "steps": trainer.state.global_step,
+    wall = round(time.time() - start, 1)
+    chunks.append({"from_step": clock.first_step or 0, "to_step": trainer.state.global_step, "wall_time_s": wall})
+    info = {"args": asdict(args), "wall_time_s": round(sum(c["wall_time_s"] for c in chunks), 1),
+            "steps": trainer.state.global_step, "chunks": chunks,
             "grpo_config": {k: v for k, v in config.to_dict().items() if isinstance(v, (int, float, str, bool))}}
     (out / "training_info.json").write_text(json.dumps(info, indent=1) + "\n")
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")

@@ -13,9 +13,10 @@ import json
 import random
 import shlex
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 from core.clarify.endpoint_policy import EndpointError
 from core.clarify.environment import ClarifyEnv
@@ -64,7 +65,8 @@ def play_samples(policy: Policy, scenarios: Sequence[Scenario], samples: int, *,
 
 def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: int = 1, rubric: RubricVersion = "v1",
              seed: int = 0, progress: bool = False, batch_samples: bool = False, batch_scenarios: int = 1,
-             env_url: str | None = None) -> list[Episode]:
+             env_url: str | None = None, done: Sequence[Episode] = (),
+             go_on: Callable[[list[Episode]], bool] | None = None) -> list[Episode]:
     """Play every scenario ``samples`` times; episodes in scenario order, samples adjacent.
 
     ``env_url`` plays against a served environment (``python -m core.clarify.serve``), one session
@@ -74,6 +76,10 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
     several times faster on CPU, seeded per scenario rather than per episode. ``batch_scenarios``
     N > 1 puts N consecutive scenarios' samples in one batch (seeded per group of N): a CPU decodes
     16 rows at about twice the tokens/s of 4.
+
+    Chunks: ``done`` holds the episodes of an earlier call's first groups (they are kept, not
+    replayed); ``go_on``, called with every episode so far after each group, stops the run early by
+    returning False. Groups are seeded on their own, so a run in chunks equals one played whole.
     """
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
@@ -96,6 +102,11 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
         sessions = SessionPool(env_url)
     try:
         per_batch = batch_scenarios if batched else 0
+        if done or go_on:
+            if getattr(policy, "concurrency", 1) > 1 and not batched:
+                raise ValueError("a run in chunks plays groups in order; endpoint policies play concurrently")
+            return _play_chunk(policy, scenarios, samples, bar, per_batch, sessions, list(done), go_on,
+                               rubric=rubric, seed=seed)
         return _play_all(policy, scenarios, samples, bar, per_batch, sessions, rubric=rubric, seed=seed)
     finally:
         if sessions is not None:
@@ -110,16 +121,40 @@ def _play_all(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, 
     workers = getattr(policy, "concurrency", 1)
     if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
         return _play_concurrently(policy, scenarios, samples, workers, bar, sessions, rubric=rubric, seed=seed)
-    episodes, size = [], batched or 1
-    for start in range(0, len(scenarios), size):
-        group = scenarios[start:start + size]
+    return [e for group in _play_groups(policy, scenarios, samples, bar, batched, sessions, rubric=rubric, seed=seed)
+            for e in group]
+
+
+def _play_groups(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions, *,
+                 rubric: RubricVersion, seed: int, start: int = 0) -> Iterator[list[Episode]]:
+    """The episodes of each group in turn, from scenario ``start`` (a group boundary) on."""
+    size = batched or 1
+    for first in range(start, len(scenarios), size):
+        group = scenarios[first:first + size]
         if batched:
-            episodes += play_samples(policy, group, samples, rubric=rubric, seed=seed)
+            episodes = play_samples(policy, group, samples, rubric=rubric, seed=seed)
         else:
-            episodes += [play_episode(policy, group[0], sample=k, rubric=rubric, seed=seed, sessions=sessions)
-                         for k in range(samples)]
+            episodes = [play_episode(policy, group[0], sample=k, rubric=rubric, seed=seed, sessions=sessions)
+                        for k in range(samples)]
         if bar is not None:
             bar.update(samples * len(group))
+        yield episodes
+
+
+def _play_chunk(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions,
+                done: list[Episode], go_on, *, rubric: RubricVersion, seed: int) -> list[Episode]:
+    """run_eval's episodes after ``done``'s groups, until the set ends or ``go_on`` says stop."""
+    size, played = batched or 1, len(done) // samples
+    expected = [s.id for s in scenarios[:played] for _ in range(samples)]
+    if len(done) % samples or (played % size and played < len(scenarios)) or [e.scenario.id for e in done] != expected:
+        raise ValueError(f"the {len(done)} episodes already played are not the first whole groups of this run "
+                         f"({size} scenario(s) x {samples} sample(s) a group, in scenario order)")
+    episodes = list(done)
+    for group in _play_groups(policy, scenarios, samples, bar, batched, sessions, rubric=rubric, seed=seed,
+                              start=played):
+        episodes += group
+        if go_on is not None and not go_on(episodes):
+            break
     return episodes
 
 
@@ -194,7 +229,49 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="endpoint policies: retries of a request after 429/5xx/timeouts/refusals (backoff 0.5 s, doubling)")
     p.add_argument("--out", required=True, help="run directory to write (created if missing)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar (shown on stderr for long runs)")
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="play in chunks: after this wall time, keep the groups played so far in DIR/partial.jsonl "
+                   "and exit with status 3 (0: no limit)")
+    p.add_argument("--resume", action="store_true",
+                   help="go on from DIR/partial.jsonl, left by the same command with --max-minutes")
     return p
+
+
+CHUNK_FLAGS = {"--resume": 0, "--max-minutes": 1}
+"""Flags that split a run into chunks without changing its episodes: left out of the recorded command."""
+
+
+def run_command(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the chunking flags: the command that plays the same episodes in one go."""
+    kept, skip = [], 0
+    for arg in argv:
+        name = arg.split("=", 1)[0]
+        if skip:
+            skip -= 1
+        elif name in CHUNK_FLAGS:
+            skip = CHUNK_FLAGS[name] if "=" not in arg else 0
+        else:
+            kept.append(arg)
+    return kept
+
+
+def resumed(out: Path, command: list[str]) -> list[Episode]:
+    """The episodes an interrupted run of ``command`` left in ``out`` (none if it left nothing)."""
+    marker = out / "partial.json"
+    if not marker.exists():
+        return []
+    recorded = json.loads(marker.read_text(encoding="utf-8"))["command"]
+    if recorded != command:
+        raise ValueError(f"{marker} was left by another command: {shlex.join(recorded)}")
+    return read_episodes(out / "partial.jsonl").episodes
+
+
+def keep_partial(out: Path, command: list[str], episodes: Sequence[Episode]) -> None:
+    """Write the groups played so far and the command that owns them (the marker last)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_episodes(out / "partial.jsonl", episodes)
+    marker = {"version": 1, "command": command, "episodes": len(episodes)}
+    (out / "partial.json").write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
 def _compare_parser() -> argparse.ArgumentParser:
@@ -237,17 +314,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not scenarios:
         print(f"error: scenario set {args.scenarios!r} (limit {args.limit}) is empty", file=sys.stderr)
         return 2
+    out, whole = Path(args.out), run_command(argv)
+    deadline = time.time() + 60.0 * args.max_minutes if args.max_minutes > 0 else None
     try:
+        done = resumed(out, whole) if args.resume else []
         episodes = run_eval(policy, scenarios, samples=args.samples, rubric=args.rubric, seed=args.seed,
                             progress=not args.no_progress, batch_samples=args.batch_samples,
-                            batch_scenarios=args.batch_scenarios, env_url=args.env_url)
-    except (EndpointError, ValueError, ConnectionError) as exc:  # misconfigured endpoint or server: no fallback
+                            batch_scenarios=args.batch_scenarios, env_url=args.env_url, done=done,
+                            go_on=(lambda so_far: time.time() < deadline) if deadline else None)
+    except (EndpointError, ValueError, ConnectionError, OSError) as exc:  # misconfigured endpoint or server: no fallback
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    command = shlex.join(["python", "-m", "core.runs.eval", *argv])
+    if len(episodes) < len(scenarios) * args.samples:
+        keep_partial(out, whole, episodes)
+        print(f"partial: {len(episodes)} of {len(scenarios) * args.samples} episodes kept in {out / 'partial.jsonl'}; "
+              "run the same command with --resume to go on", file=sys.stderr)
+        return 3
+    command = shlex.join(["python", "-m", "core.runs.eval", *whole])
     summary = summarize(episodes, policy=args.policy, scenarios=args.scenarios, samples=args.samples,
                         seed=args.seed, limit=args.limit, command=command)
-    write_run(args.out, episodes, summary)
+    write_run(out, episodes, summary)
+    for name in ("partial.json", "partial.jsonl"):
+        (out / name).unlink(missing_ok=True)
     lo, hi = summary.avg_score_ci
     print(json.dumps({"per_family": {k: v.mean for k, v in summary.per_family.items()}}))
     print(f"{summary.policy} on {summary.scenarios} ({summary.n} episodes, rubric {summary.rubric}): "

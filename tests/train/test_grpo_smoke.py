@@ -139,3 +139,22 @@ def test_grpo_can_start_a_fresh_adapter_on_a_base(tmp_path, tiny_checkpoint):
 
     assert adapter_base(tmp_path / "grpo") == str(tiny_checkpoint)
     assert load_chat_policy(tmp_path / "grpo").model.config.hidden_size == TINY["hidden_size"]
+
+
+def test_grpo_runs_in_chunks_that_resume_where_the_last_stopped(tmp_path, tiny_checkpoint):
+    from train.clarify_grpo import main as grpo_main
+
+    out = tmp_path / "grpo"
+    config = GRPOConfig(
+        output_dir=str(out), max_steps=2, num_generations=4, per_device_train_batch_size=4,
+        max_completion_length=8, learning_rate=0.05, beta=0.0, use_cpu=True, bf16=False, report_to="none",
+        logging_steps=1, save_steps=100, seed=0)
+    # a spent budget stops after the first step and saves a checkpoint there (not only at save_steps)
+    grpo_main(ClarifyArgs(model=str(tiny_checkpoint), scenarios=4, lora_rank=2, max_minutes=1e-9), config)
+    assert (out / "checkpoint-1" / "optimizer.pt").exists()
+    grpo_main(ClarifyArgs(model=str(tiny_checkpoint), scenarios=4, lora_rank=2, resume=True), config)
+    info = json.loads((out / "training_info.json").read_text())
+    assert info["steps"] == 2 and [(c["from_step"], c["to_step"]) for c in info["chunks"]] == [(0, 1), (1, 2)]
+    assert info["wall_time_s"] == round(sum(c["wall_time_s"] for c in info["chunks"]), 1)
+    steps = [row["step"] for row in json.loads((out / "log_history.json").read_text()) if "reward" in row]
+    assert steps == [1, 2]  # the second chunk's history continues the first's

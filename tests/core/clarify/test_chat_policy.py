@@ -296,3 +296,14 @@ def test_a_stopped_turn_keeps_kv_reuse(tokenizer):
 ])
 def test_token_budget(asked, declared, budget):
     assert token_budget(asked, declared) == budget
+
+
+def test_batched_eval_in_chunks_equals_the_whole_run(tokenizer, tiny_model):
+    policy = ChatPolicy(tiny_model, tokenizer, generation=Generation(temperature=1.0, max_new_tokens=8))
+    scenarios = [generate_scenario(s, "easy") for s in (1, 2, 3)]
+    options = dict(samples=2, rubric="v2", seed=5, batch_samples=True, batch_scenarios=2)
+    whole = run_eval(policy, scenarios, **options)
+    first = run_eval(policy, scenarios, **options, go_on=lambda so_far: False)  # stop after the first group
+    assert len(first) == 4
+    rest = run_eval(policy, scenarios, **options, done=first)
+    assert [e.model_dump() for e in rest] == [e.model_dump() for e in whole]

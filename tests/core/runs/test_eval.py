@@ -135,3 +135,31 @@ def test_published_row_has_scoreboard_keys_in_table_order():
 def test_compare_cli_errors_are_clear(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nada")]) == 2
     assert "holds no episodes.jsonl" in capsys.readouterr().err
+
+
+def test_a_run_in_chunks_plays_the_episodes_of_one_whole_run(tmp_path, capsys):
+    args = ["--policy", "ask-required", "--scenarios", "generated:0-2:easy", "--samples", "2", "--rubric", "v2"]
+    run_cli(*args, "--out", str(tmp_path / "whole"))
+    chunked = tmp_path / "chunked"
+    # a budget spent after the first group: each call keeps what it played and asks to be resumed
+    assert main([*args, "--out", str(chunked), "--max-minutes", "1e-9"]) == 3
+    assert "2 of 6 episodes" in capsys.readouterr().err and not (chunked / "summary.json").exists()
+    assert json.loads((chunked / "partial.json").read_text())["episodes"] == 2
+    assert main([*args, "--out", str(chunked), "--max-minutes=1e-9", "--resume"]) == 3
+    assert json.loads((chunked / "partial.json").read_text())["episodes"] == 4
+    run_cli(*args, "--out", str(chunked), "--resume")
+    assert [e.model_dump() for e in read_run(chunked)] == [e.model_dump() for e in read_run(tmp_path / "whole")]
+    assert not (chunked / "partial.json").exists() and not (chunked / "partial.jsonl").exists()
+    summary = json.loads((chunked / "summary.json").read_text())
+    assert summary["command"] == json.loads((tmp_path / "whole" / "summary.json").read_text())["command"].replace(
+        str(tmp_path / "whole"), str(chunked))  # the chunking flags are not part of the run's command
+
+
+def test_resume_refuses_another_commands_partial_run(tmp_path, capsys):
+    args = ["--policy", "ask-required", "--scenarios", "generated:0-2:easy", "--out", str(tmp_path)]
+    assert main([*args, "--max-minutes", "1e-9"]) == 3
+    assert main([*args, "--seed", "1", "--resume"]) == 2
+    assert "left by another command" in capsys.readouterr().err
+    partial = read_run(tmp_path / "partial.jsonl")
+    with pytest.raises(ValueError, match="not the first whole groups"):
+        run_eval("ask-required", load_scenarios("generated:1-2:easy"), done=partial, go_on=lambda so_far: True)
