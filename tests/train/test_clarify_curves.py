@@ -26,3 +26,20 @@ def test_plot_writes_a_png(tmp_path):
 def test_plot_refuses_a_history_without_metrics(tmp_path):
     with pytest.raises(ValueError, match="none of"):
         plot([{"step": 1, "loss": 0.2}], tmp_path / "x.png")
+
+
+def test_reward_trend_is_the_least_squares_slope_with_an_interval():
+    from train.clarify_curves import reward_trend
+
+    history = [{"step": s, "reward": 0.5 + 0.002 * s} for s in range(1, 31)] + [{"step": 30, "train_runtime": 1.0}]
+    trend = reward_trend(history)
+    slope = trend["slope_per_100_steps"]
+    assert trend["steps"] == 30 and (trend["first_step"], trend["last_step"]) == (1, 30)
+    assert abs(slope["mean"] - 0.2) < 1e-12 and abs(slope["lo"] - 0.2) < 1e-9 and abs(slope["hi"] - 0.2) < 1e-9
+    assert abs(trend["first_third"]["mean"] - (0.5 + 0.002 * 5.5)) < 1e-12  # steps 1-10
+    assert abs(trend["last_third"]["mean"] - (0.5 + 0.002 * 25.5)) < 1e-12  # steps 21-30
+    noisy = [{"step": s, "reward": (0.9 if s % 2 else 0.1)} for s in range(1, 41)]
+    interval = reward_trend(noisy)["slope_per_100_steps"]
+    assert interval["lo"] < 0 < interval["hi"]  # alternating rewards: no trend beyond the noise
+    with pytest.raises(ValueError, match="at least 6"):
+        reward_trend(history[:5])
