@@ -1,4 +1,4 @@
-"""Training curves of a GRPO run: reward, KL, completion length, fraction of zero-std groups.
+"""Training curves of GRPO runs: reward, KL, completion length, fraction of zero-std groups.
 
 Reads the ``log_history.json`` that train/clarify_grpo.py writes (TRL's ``state.log_history``) and
 draws one PNG with four panels. A zero-std group (every generation of a scenario scored the same)
@@ -6,6 +6,7 @@ carries no GRPO signal, so that fraction says how much of each batch actually tr
 
     python -m train.clarify_curves checkpoints/clarify-grpo/log_history.json --out checkpoints/clarify-grpo/training_curves.png
 
+Several histories (a sweep's arms) are drawn over each other; ``--table JSON`` writes one row per arm.
 ``--trend JSON`` also writes whether the reward rose beyond its noise: each step plays a different
 scenario, so a step's reward varies more with the scenario than with the policy; the slope of reward
 on step, with a bootstrap interval over steps, says whether the rise is more than that noise.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.stats import bootstrap_mean, bootstrap_statistic
+from core.stats import bootstrap_mean, bootstrap_statistic, paired_difference
 
 PANELS = (
     ("reward", "reward (rubric + plan term)"),
@@ -53,19 +54,24 @@ def reward_trend(history: list[dict], key: str = "reward") -> dict:
             "last_third": bootstrap_mean(rewards[-third:]).as_dict()}
 
 
-def plot(history: list[dict], out: Path, title: str = "") -> None:
+def plot(runs: dict[str, list[dict]] | list[dict], out: Path, title: str = "") -> None:
+    """One PNG of four panels; several runs (a sweep's arms, by label) are drawn over each other."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if not any(k in h for h in history for k, _ in PANELS):
-        raise ValueError("the log history holds none of " + ", ".join(k for k, _ in PANELS))
+    runs = runs if isinstance(runs, dict) else {"": runs}
+    for label, history in runs.items():
+        if not any(k in h for h in history for k, _ in PANELS):
+            raise ValueError(f"the log history {label} holds none of " + ", ".join(k for k, _ in PANELS))
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), sharex=True)
     for ax, (key, label) in zip(axes.flat, PANELS):
-        ax.plot(*series(history, key), lw=1.2, label=key)
+        for run, history in runs.items():
+            ax.plot(*series(history, key), lw=1.2, marker="." if len(runs) > 1 else None, label=run or key)
+            if key == "reward" and len(runs) == 1:
+                ax.plot(*series(history, "rewards/rubric_reward/mean"), lw=1.2, label="rubric score")
         if key == "reward":
-            ax.plot(*series(history, "rewards/rubric_reward/mean"), lw=1.2, label="rubric score")
             ax.legend(fontsize=8)
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
@@ -78,23 +84,62 @@ def plot(history: list[dict], out: Path, title: str = "") -> None:
     plt.close(fig)
 
 
+def sweep_table(runs: dict[str, list[dict]]) -> list[dict]:
+    """One row per run of a sweep: steps, seconds a step, reward, grad norm, entropy, zero-std groups,
+    and the paired reward difference against the first run on the steps both logged after the
+    first (runs with one seed play the same scenario at each step; step 1 is the same policy)."""
+    def mean(history, key):
+        values = series(history, key)[1]
+        return round(float(np.mean(values)), 4) if values else None
+
+    (base_label, base), rows = next(iter(runs.items())), []
+    for label, history in runs.items():
+        steps, rewards = series(history, "reward")
+        paired = dict(zip(*series(base, "reward")))
+        shared = [(r, paired[s]) for s, r in zip(steps, rewards) if s > 1 and s in paired]
+        row = {"run": label, "steps": len(steps), "rewards": [round(r, 4) for r in rewards],
+               "mean_reward_after_step_1": round(float(np.mean(rewards[1:])), 4) if len(rewards) > 1 else None,
+               **{name: mean(history, key) for name, key in (
+                   ("step_time_s", "step_time"), ("grad_norm", "grad_norm"), ("entropy", "entropy"),
+                   ("frac_reward_zero_std", "frac_reward_zero_std"))}}
+        if label != base_label and shared:
+            diff = paired_difference([a for a, _ in shared], [b for _, b in shared])
+            row[f"minus_{base_label}"] = {**diff.as_dict(), "steps": [s for s in steps if s > 1 and s in paired]}
+        rows.append(row)
+    return rows
+
+
+def read_history(path: Path) -> list[dict]:
+    """TRL's log history from ``log_history.json`` (or a ``trainer_state.json``, which nests it)."""
+    history = json.loads(path.read_text())
+    return history.get("log_history", []) if isinstance(history, dict) else history
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("log_history", type=Path)
+    parser.add_argument("log_history", type=Path, nargs="+",
+                        help="one run's log_history.json, or several (a sweep's arms, labelled by their folder)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--title", default="")
     parser.add_argument("--trend", type=Path, default=None, help="also write the reward's trend (JSON) here")
+    parser.add_argument("--table", type=Path, default=None,
+                        help="also write one row per run (JSON), paired against the first run")
     args = parser.parse_args()
-    history = json.loads(args.log_history.read_text())
-    if isinstance(history, dict):  # a trainer_state.json holds it under "log_history"
-        history = history.get("log_history", [])
-    plot(history, args.out, args.title)
+    runs = {path.parent.name: read_history(path) for path in args.log_history}
+    plot(runs if len(runs) > 1 else next(iter(runs.values())), args.out, args.title)
     print(f"wrote {args.out}")
+    if args.table:
+        rows = sweep_table(runs)
+        args.table.write_text(json.dumps(rows, indent=1) + "\n")
+        for row in rows:
+            print(json.dumps({k: v for k, v in row.items() if k != "rewards"}))
     if args.trend:
-        trend = reward_trend(history)
+        trend = {label: reward_trend(history) for label, history in runs.items()}
+        trend = trend if len(trend) > 1 else next(iter(trend.values()))
         args.trend.write_text(json.dumps(trend, indent=1) + "\n")
-        s = trend["slope_per_100_steps"]
-        print(f"reward slope {s['mean']:+.3f} per 100 steps [{s['lo']:+.3f}, {s['hi']:+.3f}] over {trend['steps']} steps")
+        for label, history in runs.items():
+            s = reward_trend(history)["slope_per_100_steps"]
+            print(f"{label}: reward slope {s['mean']:+.3f} per 100 steps [{s['lo']:+.3f}, {s['hi']:+.3f}]")
 
 
 if __name__ == "__main__":

@@ -43,3 +43,17 @@ def test_reward_trend_is_the_least_squares_slope_with_an_interval():
     assert interval["lo"] < 0 < interval["hi"]  # alternating rewards: no trend beyond the noise
     with pytest.raises(ValueError, match="at least 6"):
         reward_trend(history[:5])
+
+
+def test_sweep_table_pairs_each_arm_with_the_first_on_shared_steps(tmp_path):
+    from train.clarify_curves import sweep_table
+
+    base = [{"step": s, "reward": r, "step_time": 10.0, "grad_norm": 0.1} for s, r in zip((1, 2, 3, 4), (0.5, 0.6, 0.7, 0.8))]
+    fast = [{"step": s, "reward": r, "step_time": 20.0} for s, r in zip((1, 2, 3), (0.5, 0.2, 0.3))]
+    rows = sweep_table({"a": base, "b": fast})
+    assert [r["run"] for r in rows] == ["a", "b"] and "minus_a" not in rows[0]
+    assert rows[0]["mean_reward_after_step_1"] == 0.7 and rows[0]["step_time_s"] == 10.0 and rows[1]["grad_norm"] is None
+    diff = rows[1]["minus_a"]
+    assert diff["steps"] == [2, 3] and abs(diff["mean"] - (-0.4)) < 1e-12  # (0.2-0.6 + 0.3-0.7) / 2
+    plot({"a": base, "b": fast}, tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").stat().st_size > 1000
