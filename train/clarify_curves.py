@@ -73,6 +73,9 @@ def plot(runs: dict[str, list[dict]] | list[dict], out: Path, title: str = "") -
                 ax.plot(*series(history, "rewards/rubric_reward/mean"), lw=1.2, label="rubric score")
         if key == "reward":
             ax.legend(fontsize=8)
+        if not any(key in h for history in runs.values() for h in history):
+            ax.text(0.5, 0.5, f"not logged{' (beta = 0: no reference model)' if key == 'kl' else ''}",
+                    ha="center", va="center", transform=ax.transAxes, color="0.4")
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
     for ax in axes[1]:
