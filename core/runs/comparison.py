@@ -36,13 +36,22 @@ class Comparison:
     only_a: int
     only_b: int
 
+    def within(self, column: str) -> dict[str, Interval]:
+        """The paired difference inside each value of ``column`` ("family", "difficulty"), each with its
+        own interval over that group's scenarios (from the table's 4-decimal scores)."""
+        return {str(value): paired_difference(group["score_a"].to_numpy(), group["score_b"].to_numpy())
+                for value, group in self.table.groupby(column, sort=True)}
+
     def record(self) -> dict:
-        """The comparison as the CLI's JSON: names, counts, both means, the difference and its interval."""
+        """The comparison as the CLI's JSON: names, counts, both means, the difference and its interval,
+        and the same per family and per difficulty."""
         d = self.difference
         mean = (lambda col: float(self.table[col].mean()) if len(self.table) else float("nan"))
         return {"a": self.a, "b": self.b, "rubric": self.rubric, "n_shared": d.n, "only_a": self.only_a,
                 "only_b": self.only_b, "mean_a": mean("score_a"), "mean_b": mean("score_b"),
-                "diff": d.mean, "ci": [d.lo, d.hi]}
+                "diff": d.mean, "ci": [d.lo, d.hi],
+                **{f"per_{column}": {k: v.as_dict() for k, v in self.within(column).items()}
+                   for column in ("family", "difficulty")}}
 
 
 def run_rubric(frame: pd.DataFrame, name: str) -> str:

@@ -300,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(only A {out['only_a']}, only B {out['only_b']})")
         print(f"mean A={out['mean_a']:.4f}  mean B={out['mean_b']:.4f}")
         print(f"A - B = {out['diff']:+.4f}  95% CI [{out['ci'][0]:+.4f}, {out['ci'][1]:+.4f}]")
+        for column in ("family", "difficulty"):
+            print(f"per {column}: " + ", ".join(f"{k} {v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}] (n {v['n']})"
+                                                for k, v in out[f"per_{column}"].items()))
         return 0
     args = _run_parser().parse_args(argv)
     try:

@@ -63,8 +63,22 @@ def test_record_is_the_cli_json():
     comp = compare_tables(run(("s1", 1.0), ("s2", 0.5)), run(("s1", 0.5), ("s2", 0.5), ("s3", 1.0)),
                           name_a="oracle", name_b="guess")
     record = comp.record()
+    groups = {"per_family": {"event_planning": comp.within("family")["event_planning"].as_dict()},
+              "per_difficulty": {"easy": comp.within("difficulty")["easy"].as_dict()}}
     assert record == {"a": "oracle", "b": "guess", "rubric": "v1", "n_shared": 2, "only_a": 0, "only_b": 1,
-                      "mean_a": 0.75, "mean_b": 0.5, "diff": 0.25, "ci": [comp.difference.lo, comp.difference.hi]}
+                      "mean_a": 0.75, "mean_b": 0.5, "diff": 0.25, "ci": [comp.difference.lo, comp.difference.hi],
+                      **groups}
+
+
+def test_within_pairs_each_group_on_its_own_scenarios():
+    a = pd.concat([run(("s1", 1.0), ("s2", 0.5)), run(("s3", 0.0)).assign(family="support_triage", difficulty="hard")])
+    b = pd.concat([run(("s1", 0.5), ("s2", 0.5)), run(("s3", 0.75)).assign(family="support_triage", difficulty="hard")])
+    comp = compare_tables(a, b)
+    family = comp.within("family")
+    assert sorted(family) == ["event_planning", "support_triage"]
+    assert (family["event_planning"].mean, family["event_planning"].n) == (0.25, 2)  # (0.5 + 0) / 2
+    assert (family["support_triage"].mean, family["support_triage"].lo, family["support_triage"].hi) == (-0.75, -0.75, -0.75)
+    assert comp.within("difficulty")["hard"].n == 1 and comp.record()["per_difficulty"]["easy"]["mean"] == 0.25
 
 
 @pytest.mark.parametrize("a, b, message", [
