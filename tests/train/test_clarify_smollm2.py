@@ -1,5 +1,5 @@
-"""The shipped SmolLM2 GRPO adapter (train/clarify_smollm2.sh): its card and logs, its size, its
-evaluation runs, and that it loads offline after the README's install and plays with tool calls."""
+"""The shipped SmolLM2 GRPO adapter (GRPO from clarify-smollm2-warmup, train/clarify_smollm2.sh): its card
+and logs, its size and shape, its evaluation run, and that it loads offline and plays with tool calls."""
 
 import json
 import random
@@ -15,41 +15,44 @@ from core.models.loader import declared_budget
 from core.records import Generation
 
 SHIP = SHIPPED_DIR / "clarify-smollm2-grpo"
+WARMUP = SHIPPED_DIR / "clarify-smollm2-warmup"
 BASE = packaged_entries()[0]
-RUNS = [ROOT / "replays" / f / "clarify-smollm2-grpo" for f in ("clarifyrl-heldout50-v1", "clarifylab-heldout-v2")]
+RUN_V1 = ROOT / "replays" / "clarifyrl-heldout50-v1" / "clarify-smollm2-grpo"
 
 
-def test_the_adapter_names_the_packaged_base_and_fits_the_budget():
+def test_the_adapter_continues_the_warmups_shape_and_fits_the_budget():
     assert adapter_base(SHIP) == BASE.location
-    assert (SHIP / "adapter_model.safetensors").stat().st_size < 12e6
+    config, warm = (json.loads((d / "adapter_config.json").read_text()) for d in (SHIP, WARMUP))
+    assert (config["r"], config["layers_to_transform"]) == (warm["r"], warm["layers_to_transform"]) == (16, list(range(22, 30)))
+    assert (SHIP / "adapter_model.safetensors").stat().st_size < 6e6
+    assert declared_budget(SHIP) == 256
     shipped = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file())
     assert shipped < 70e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
 
 
-def test_it_declares_its_token_budget():
-    """Its completed plan calls reach the published 120-token cap, so its folder declares more room;
-    the zero-shot base keeps the published 120 (docs/smollm2_rl.md, "The token cap")."""
-    assert declared_budget(SHIP) == 256
-    assert declared_budget(SHIPPED_DIR / "smollm2-135m-instruct") is None
-
-
-def test_the_card_records_how_it_was_made():
+def test_the_card_and_logs_record_how_it_was_made():
     card = (SHIP / "README.md").read_text(encoding="utf-8")
-    for promise in ("bash train/clarify_smollm2.sh", "train/clarify_smollm2_grpo.yaml", "seed 0", "wall",
-                    "training_curves.png", "LoRA"):
+    for promise in ("python -m train.clarify_grpo", "--resume", "learning_rate 1e-4", "seed 0", "wall",
+                    "training_curves.png", "grpo_sweep", "clarify-smollm2-warmup"):
         assert promise in card, promise
+    assert "train.clarify_grpo" in (SHIP / "command.sh").read_text()
     info = json.loads((SHIP / "training_info.json").read_text())
-    assert info["args"]["model"] == "runs/smollm2/sft" and info["wall_time_s"] > 0 and info["steps"] > 0
-    warmup = json.loads((SHIP / "warmup_log.json").read_text())
-    assert warmup["config"]["base"] == BASE.location and warmup["log_history"]
-    assert json.loads((SHIP / "log_history.json").read_text())
+    assert info["args"]["model"] == "checkpoints/clarify-smollm2-warmup" and info["grpo_config"]["learning_rate"] == 1e-4
+    assert len(info["chunks"]) >= 2 and info["chunks"][-1]["to_step"] == info["steps"]
+    assert all(a["to_step"] == b["from_step"] for a, b in zip(info["chunks"], info["chunks"][1:]))
+    history = [row for row in json.loads((SHIP / "log_history.json").read_text()) if "reward" in row]
+    assert [row["step"] for row in history] == list(range(1, info["steps"] + 1))
+    trend = json.loads((SHIP / "reward_trend.json").read_text())
+    assert trend["steps"] == info["steps"] and "slope_per_100_steps" in trend
     assert (SHIP / "training_curves.png").stat().st_size > 0
 
 
-def test_its_evaluation_runs_are_shipped():
-    for run in RUNS:
-        summary = json.loads((run / "summary.json").read_text())
-        assert summary["policy"] == "model:checkpoints/clarify-smollm2-grpo" and summary["n"] > 0
+def test_its_full_size_run_on_the_published_50_is_shipped():
+    summary = json.loads((RUN_V1 / "summary.json").read_text())
+    assert summary["policy"] == "model:checkpoints/clarify-smollm2-grpo"
+    assert (summary["n"], summary["samples"], summary["rubric"]) == (200, 4, "v1")
+    assert all(family["mean"] > 0 for family in summary["per_family"].values())
+    assert summary["cut"]["cut"] <= 0.01 * summary["cut"]["turns"]
 
 
 @pytest.mark.slow
