@@ -137,11 +137,11 @@ def main() -> None:
         for row in rows:
             print(json.dumps({k: v for k, v in row.items() if k != "rewards"}))
     if args.trend:
-        trend = {label: reward_trend(history) for label, history in runs.items()}
-        trend = trend if len(trend) > 1 else next(iter(trend.values()))
-        args.trend.write_text(json.dumps(trend, indent=1) + "\n")
-        for label, history in runs.items():
-            s = reward_trend(history)["slope_per_100_steps"]
+        trends = {label: reward_trend(history) for label, history in runs.items()}
+        written = trends if len(trends) > 1 else next(iter(trends.values()))
+        args.trend.write_text(json.dumps(written, indent=1) + "\n")
+        for label, trend in trends.items():
+            s = trend["slope_per_100_steps"]
             print(f"{label}: reward slope {s['mean']:+.3f} per 100 steps [{s['lo']:+.3f}, {s['hi']:+.3f}]")
 
 
