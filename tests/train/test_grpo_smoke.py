@@ -3,11 +3,9 @@
 import json
 
 import torch
-from transformers import AutoModelForCausalLM
 from trl import GRPOConfig
 
 from core.clarify.chat_policy import load_chat_policy
-from core.records import RewardBreakdown
 from core.clarify.scenarios import CLARIFYLAB_HELDOUT_SEEDS, PUBLISHED_HELDOUT_SEEDS, TRAIN_SEEDS, load_scenarios
 from train.clarify_grpo import ClarifyArgs, build_trainer, make_rewards, scenario_dataset, training_scenarios
 from train.clarify_sft import SFTConfig, main as sft_main
@@ -51,9 +49,7 @@ def test_grpo_steps_change_the_parameters(tmp_path, tiny_checkpoint):
 
 def test_each_group_plays_one_scenario(tiny_checkpoint):
     from train.clarify_grpo import make_rollout
-    from core.clarify.chat_policy import ChatPolicy
     from core.records import Generation
-    import random
 
     policy = load_chat_policy(tiny_checkpoint, generation=Generation(temperature=1.0, max_new_tokens=8))
     scenarios = training_scenarios(2, seed=3)
