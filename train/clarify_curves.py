@@ -96,18 +96,18 @@ def sweep_table(runs: dict[str, list[dict]]) -> list[dict]:
         return round(float(np.mean(values)), 4) if values else None
 
     (base_label, base), rows = next(iter(runs.items())), []
+    paired = dict(zip(*series(base, "reward")))
     for label, history in runs.items():
         steps, rewards = series(history, "reward")
-        paired = dict(zip(*series(base, "reward")))
-        shared = [(r, paired[s]) for s, r in zip(steps, rewards) if s > 1 and s in paired]
+        shared = [(s, r, paired[s]) for s, r in zip(steps, rewards) if s > 1 and s in paired]
         row = {"run": label, "steps": len(steps), "rewards": [round(r, 4) for r in rewards],
                "mean_reward_after_step_1": round(float(np.mean(rewards[1:])), 4) if len(rewards) > 1 else None,
                **{name: mean(history, key) for name, key in (
                    ("step_time_s", "step_time"), ("grad_norm", "grad_norm"), ("entropy", "entropy"),
                    ("frac_reward_zero_std", "frac_reward_zero_std"))}}
         if label != base_label and shared:
-            diff = paired_difference([a for a, _ in shared], [b for _, b in shared])
-            row[f"minus_{base_label}"] = {**diff.as_dict(), "steps": [s for s in steps if s > 1 and s in paired]}
+            diff = paired_difference([r for _, r, _ in shared], [b for _, _, b in shared])
+            row[f"minus_{base_label}"] = {**diff.as_dict(), "steps": [s for s, _, _ in shared]}
         rows.append(row)
     return rows
 

@@ -102,27 +102,18 @@ def run_eval(policy: Policy | str, scenarios: Sequence[Scenario], *, samples: in
         sessions = SessionPool(env_url)
     try:
         per_batch = batch_scenarios if batched else 0
-        if done or go_on:
-            if getattr(policy, "concurrency", 1) > 1 and not batched:
+        workers = getattr(policy, "concurrency", 1)
+        if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
+            if done or go_on:
                 raise ValueError("a run in chunks plays groups in order; endpoint policies play concurrently")
-            return _play_chunk(policy, scenarios, samples, bar, per_batch, sessions, list(done), go_on,
-                               rubric=rubric, seed=seed)
-        return _play_all(policy, scenarios, samples, bar, per_batch, sessions, rubric=rubric, seed=seed)
+            return _play_concurrently(policy, scenarios, samples, workers, bar, sessions, rubric=rubric, seed=seed)
+        return _play_in_order(policy, scenarios, samples, bar, per_batch, sessions, done, go_on,
+                              rubric=rubric, seed=seed)
     finally:
         if sessions is not None:
             sessions.close()
         if bar is not None:
             bar.close()
-
-
-def _play_all(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions, *,
-              rubric: RubricVersion, seed: int) -> list[Episode]:
-    """Every episode, in scenario order; ``batched`` scenarios per batch (0: one episode at a time)."""
-    workers = getattr(policy, "concurrency", 1)
-    if workers > 1 and not batched:  # endpoint policies: episodes in flight at once, order kept
-        return _play_concurrently(policy, scenarios, samples, workers, bar, sessions, rubric=rubric, seed=seed)
-    return [e for group in _play_groups(policy, scenarios, samples, bar, batched, sessions, rubric=rubric, seed=seed)
-            for e in group]
 
 
 def _play_groups(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions, *,
@@ -141,9 +132,10 @@ def _play_groups(policy: Policy, scenarios: Sequence[Scenario], samples: int, ba
         yield episodes
 
 
-def _play_chunk(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions,
-                done: list[Episode], go_on, *, rubric: RubricVersion, seed: int) -> list[Episode]:
-    """run_eval's episodes after ``done``'s groups, until the set ends or ``go_on`` says stop."""
+def _play_in_order(policy: Policy, scenarios: Sequence[Scenario], samples: int, bar, batched: int, sessions,
+                   done: Sequence[Episode], go_on, *, rubric: RubricVersion, seed: int) -> list[Episode]:
+    """run_eval's episodes group after group (``batched`` scenarios a group, 0: one episode at a time),
+    after ``done``'s groups, until the set ends or ``go_on`` says stop."""
     size, played = batched or 1, len(done) // samples
     expected = [s.id for s in scenarios[:played] for _ in range(samples)]
     if len(done) % samples or (played % size and played < len(scenarios)) or [e.scenario.id for e in done] != expected:
