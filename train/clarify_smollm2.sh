@@ -19,22 +19,12 @@ GRPO_STEPS=${GRPO_STEPS:-300}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
-chunked() {  # NAME DONE_TEST RESUME_FLAG CMD...: one timed chunk of a long stage, resumed when it has begun
-  local name=$1 done_test=$2 resume_flag=$3; shift 3
-  if eval "$done_test"; then echo "skip $name (done)"; return; fi
-  local t0; t0=$(date +%s.%N)
-  local status=0
-  if [ -e "$RUNS/.begun_$name" ]; then "$@" $resume_flag || status=$?; else touch "$RUNS/.begun_$name"; "$@" || status=$?; fi
-  echo "{\"stage\": \"$name\", \"chunk\": true, \"wall_s\": $(echo "$(date +%s.%N) - $t0" | bc), \"seed\": $SEED}" >> "$RUNS/times.log"
-  if [ "$status" -ne 0 ] && [ "$status" -ne 3 ]; then exit "$status"; fi
-  if ! eval "$done_test"; then echo "$name: this chunk is over; run the same command again to go on"; exit 3; fi
-}
 EVAL=($PY -m core.runs.eval --samples 4 --temperature 0.7 --batch-samples --no-progress --max-minutes "$CHUNK")
 ON_V1=(--scenarios clarifyrl-heldout --limit 50 --rubric v1 --batch-scenarios 4)
 ON_V2=(--scenarios clarifylab-heldout --rubric v2 --batch-scenarios 4)
 evals() {  # NAME POLICY: K = 4 on both held-out sets (200 and 600 episodes)
-  chunked "eval-v1-$1" "[ -e $V1/$1/summary.json ]" --resume "${EVAL[@]}" --policy "model:$2" "${ON_V1[@]}" --out "$V1/$1"
-  chunked "eval-v2-$1" "[ -e $V2/$1/summary.json ]" --resume "${EVAL[@]}" --policy "model:$2" "${ON_V2[@]}" --out "$V2/$1"
+  chunk "eval-v1-$1" "[ -e $V1/$1/summary.json ]" --resume "${EVAL[@]}" --policy "model:$2" "${ON_V1[@]}" --out "$V1/$1"
+  chunk "eval-v2-$1" "[ -e $V2/$1/summary.json ]" --resume "${EVAL[@]}" --policy "model:$2" "${ON_V2[@]}" --out "$V2/$1"
 }
 grpo_steps() {  # the optimiser steps a GRPO output folder has logged (0 before its first chunk ends)
   $PY -c "import json, sys; print(json.load(open(sys.argv[1]))['steps'])" "$1/training_info.json" 2>/dev/null || echo 0
@@ -44,12 +34,12 @@ stage grpo-direct "$RUNS/grpo-direct/training_info.json" $PY -m train.clarify_gr
   --config train/clarify_smollm2_grpo.yaml --model "$BASE" --seed "$SEED" --output_dir "$RUNS/grpo-direct" \
   --max_minutes "${DIRECT_MINUTES:-10}"
 WARMUP=${WARMUP:-checkpoints/clarify-smollm2-warmup}
-chunked sft "[ -e $RUNS/sft/training_log.json ] || [ -e $WARMUP/adapter_model.safetensors ]" "--resume true" \
+chunk sft "[ -e $RUNS/sft/training_log.json ] || [ -e $WARMUP/adapter_model.safetensors ]" "--resume true" \
   $PY -m train.clarify_sft --base "$BASE" --out "$RUNS/sft" --seed "$SEED" --demos 1000 --val_demos 16 \
   --p_required 1 --p_extra 1 --batch_size 8 --lr 1e-3 --top_layers 8 --lora_rank 16 --lora_alpha 32 --plan_weight 3 \
   --log_every 5 --eval_every 25 --threads 2 --cache "$RUNS/cache" --max_minutes "$CHUNK"
 [ -e "$WARMUP/adapter_model.safetensors" ] || WARMUP=$RUNS/sft  # the shipped warmup, else this run's
-chunked grpo "[ \$(grpo_steps $RUNS/grpo) -ge $GRPO_STEPS ]" "--resume" $PY -m train.clarify_grpo \
+chunk grpo "[ \$(grpo_steps $RUNS/grpo) -ge $GRPO_STEPS ]" "--resume" $PY -m train.clarify_grpo \
   --config train/clarify_smollm2_grpo.yaml --model "$WARMUP" --seed "$SEED" --learning_rate 1e-4 --num_generations 4 \
   --per_device_train_batch_size 4 --max_steps "$GRPO_STEPS" --output_dir "$RUNS/grpo" --max_minutes "$CHUNK"
 SHIP=${SHIP:-checkpoints/clarify-smollm2-grpo}
