@@ -56,8 +56,10 @@ evals clarify-smollm2-grpo "$SHIP"
 mkdir -p results/smollm2
 for set in "$V1" "$V2"; do  # paired: GRPO - warmup, and each - zero-shot
   tag=$(basename "$set")
-  $PY -m core.runs.eval compare "$set/clarify-smollm2-grpo" "$set/clarify-smollm2-warmup" --json "results/smollm2/$tag-grpo-vs-warmup.json"
+  $PY -m core.runs.eval compare "$set/clarify-smollm2-grpo" "$set/clarify-smollm2-warmup" \
+    --json "results/smollm2/$tag-grpo-vs-warmup.json" > "results/smollm2/$tag-grpo-vs-warmup.txt"
   for arm in warmup grpo; do
-    $PY -m core.runs.eval compare "$set/clarify-smollm2-$arm" "$set/smollm2-135m" --json "results/smollm2/$tag-$arm-vs-zero-shot.json"
+    $PY -m core.runs.eval compare "$set/clarify-smollm2-$arm" "$set/smollm2-135m" \
+      --json "results/smollm2/$tag-$arm-vs-zero-shot.json" > "results/smollm2/$tag-$arm-vs-zero-shot.txt"
   done
 done
