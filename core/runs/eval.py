@@ -253,9 +253,17 @@ def resumed(out: Path, command: list[str]) -> list[Episode]:
     if not marker.exists():
         return []
     recorded = json.loads(marker.read_text(encoding="utf-8"))["command"]
-    if recorded != command:
-        raise ValueError(f"{marker} was left by another command: {shlex.join(recorded)}")
+    then, now = _settings(recorded), _settings(command)
+    if then != now:
+        differ = ", ".join(f"{key} {then[key]!r} there, {now[key]!r} now" for key in sorted(now) if then[key] != now[key])
+        raise ValueError(f"{marker} was left by another command ({differ}): {shlex.join(recorded)}")
     return read_episodes(out / "partial.jsonl").episodes
+
+
+def _settings(command: list[str]) -> dict:
+    """What decides a run's episodes: its parsed flags, in any order, less progress display and chunking."""
+    parsed = vars(_run_parser().parse_args(command))
+    return {key: value for key, value in parsed.items() if key not in ("no_progress", "resume", "max_minutes")}
 
 
 def keep_partial(out: Path, command: list[str], episodes: Sequence[Episode]) -> None:

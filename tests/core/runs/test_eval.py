@@ -159,7 +159,16 @@ def test_resume_refuses_another_commands_partial_run(tmp_path, capsys):
     args = ["--policy", "ask-required", "--scenarios", "generated:0-2:easy", "--out", str(tmp_path)]
     assert main([*args, "--max-minutes", "1e-9"]) == 3
     assert main([*args, "--seed", "1", "--resume"]) == 2
-    assert "left by another command" in capsys.readouterr().err
+    assert "left by another command (seed 0 there, 1 now)" in capsys.readouterr().err
     partial = read_run(tmp_path / "partial.jsonl")
     with pytest.raises(ValueError, match="not the first whole groups"):
         run_eval("ask-required", load_scenarios("generated:1-2:easy"), done=partial, go_on=lambda so_far: True)
+
+
+def test_resume_takes_the_same_command_with_its_flags_in_another_order(tmp_path):
+    args = ["--policy", "ask-required", "--scenarios", "generated:0-2:easy", "--samples", "2"]
+    assert main([*args, "--out", str(tmp_path / "chunked"), "--max-minutes=1e-9"]) == 3
+    reordered = ["--no-progress", "--samples", "2", "--scenarios", "generated:0-2:easy", "--policy", "ask-required"]
+    run_cli(*reordered, "--out", str(tmp_path / "chunked"), "--resume")
+    run_cli(*args, "--out", str(tmp_path / "whole"))
+    assert [e.model_dump() for e in read_run(tmp_path / "chunked")] == [e.model_dump() for e in read_run(tmp_path / "whole")]
