@@ -1,12 +1,16 @@
-"""SmolLM2 rollouts on 2 CPUs: episodes/min of the evaluation's batches and of GRPO's groups,
-before (every turn prefills the whole conversation) and after (each row keeps its keys/values,
-the shared system prompt read once), side by side on the same scenarios and seeds.
+"""SmolLM2 rollouts on 2 CPUs: episodes/min of the evaluation's batches and of GRPO's groups, and
+(full run) GRPO optimiser steps/min of train.clarify_grpo's real trainer, before (every turn prefills
+the whole conversation) and after (each row keeps its keys/values, the shared system prompt read
+once), side by side on the same scenarios and seeds.
 
 A trained policy plays 5-7 turns an episode, and at turn 6 a batch of 16 re-read about 16 x 1,000
 prompt tokens before: prefill, not decoding, was what an episode cost. The policy is the shipped
 SmolLM2 warmup adapter (``--policy`` takes any model location). The headline (eval, after) prints last.
 
     python bench/smollm2_rollout.py [--quick] [--json OUT] [--policy checkpoints/clarify-smollm2-warmup]
+
+A GRPO step is one group of 4 episodes of one training scenario plus the update (the SmolLM2 recipe:
+train/clarify_smollm2_grpo.yaml, lr 1e-4, from ``--policy``); ``--quick`` leaves the steps out.
 """
 
 import argparse
@@ -14,10 +18,12 @@ import json
 import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.clarify.chat_policy import load_chat_policy  # noqa: E402
@@ -36,6 +42,38 @@ def measure(policy, scenarios, samples: int, batch_kv: bool, seed: int = 0) -> d
     return {"batch_kv": batch_kv, "episodes": len(envs), "turns": sum(len(e.turns) for e in envs),
             "wall_seconds": round(wall, 2), "episodes_per_minute": round(60 * len(envs) / wall, 2),
             "scores": [round(e.episode("bench").breakdown.total, 4) for e in envs]}
+
+
+def grpo_steps(location: str, batch_kv: bool, threads: int, steps: int = 1) -> dict:
+    """``steps`` real GRPO optimiser steps from ``location`` (a fresh trainer each call, same seed)."""
+    from transformers import TrainerCallback
+    from trl import TrlParser
+
+    from train.clarify_grpo import ClarifyArgs, GRPOConfig, build_trainer
+
+    class StepClock(TrainerCallback):
+        def __init__(self):
+            self.seconds, self.start = [], 0.0
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seconds.append(time.perf_counter() - self.start)
+
+    with tempfile.TemporaryDirectory() as out:
+        args, config = TrlParser((ClarifyArgs, GRPOConfig)).parse_args_and_config([
+            "--config", str(ROOT / "train" / "clarify_smollm2_grpo.yaml"), "--model", location, "--output_dir", out,
+            "--learning_rate", "1e-4", "--max_steps", str(steps), "--max_minutes", "0", "--save_strategy", "no",
+            "--threads", str(threads), "--batch_kv", str(batch_kv).lower()])
+        trainer = build_trainer(args, config)
+        clock = StepClock()
+        trainer.add_callback(clock)
+        trainer.train()
+    wall = sum(clock.seconds)
+    return {"kind": "grpo step", "batch_kv": batch_kv, "steps": len(clock.seconds), "wall_seconds": round(wall, 2),
+            "steps_per_minute": round(60 * len(clock.seconds) / wall, 3),
+            "rewards": [round(row["reward"], 4) for row in trainer.state.log_history if "reward" in row]}
 
 
 def main(argv=None) -> int:
@@ -62,18 +100,27 @@ def main(argv=None) -> int:
                   f"{row['wall_seconds']:>7.1f} s, {row['episodes_per_minute']:>6.2f} episodes/min", flush=True)
     before, after = rows[0], rows[1]
     group_before, group_after = rows[2], rows[3]
+    steps = [] if args.quick else [grpo_steps(args.policy, batch_kv, args.threads) for batch_kv in (False, True)]
+    for row in steps:
+        print(f"{'grpo step':>10} {'after' if row['batch_kv'] else 'before':>6}: {row['steps']} step, "
+              f"{row['wall_seconds']:>7.1f} s, {row['steps_per_minute']:>6.3f} steps/min", flush=True)
     result = {"policy": args.policy, "threads": args.threads, "quick": args.quick,
               "episodes_per_minute": after["episodes_per_minute"], "episodes_per_minute_before": before["episodes_per_minute"],
               "grpo_groups_per_minute": round(group_after["episodes_per_minute"] / 4, 3),
               "grpo_groups_per_minute_before": round(group_before["episodes_per_minute"] / 4, 3),
-              "same_episodes": before["scores"] == after["scores"] and group_before["scores"] == group_after["scores"],
-              "configurations": rows}
+              "grpo_steps_per_minute": steps[1]["steps_per_minute"] if steps else None,
+              "grpo_steps_per_minute_before": steps[0]["steps_per_minute"] if steps else None,
+              "same_episodes": before["scores"] == after["scores"] and group_before["scores"] == group_after["scores"]
+              and (not steps or steps[0]["rewards"] == steps[1]["rewards"]),
+              "configurations": rows + steps}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     print(f"SmolLM2 eval rollouts ({n} scenarios in one batch, {args.threads} threads): "
           f"{after['episodes_per_minute']:.2f} episodes/min with per-row keys/values vs {before['episodes_per_minute']:.2f} before "
           f"({after['episodes_per_minute'] / before['episodes_per_minute']:.1f}x); GRPO group of 4: "
-          f"{result['grpo_groups_per_minute']:.2f} vs {result['grpo_groups_per_minute_before']:.2f} groups/min")
+          f"{result['grpo_groups_per_minute']:.2f} vs {result['grpo_groups_per_minute_before']:.2f} groups/min"
+          + (f"; GRPO steps: {result['grpo_steps_per_minute']:.3f} vs {result['grpo_steps_per_minute_before']:.3f} steps/min"
+             if steps else ""))
     return 0
 
 

@@ -54,6 +54,9 @@ class ClarifyArgs:
         "help": "train a LoRA adapter of this rank on every Linear layer (0: full fine-tune); a model that is "
                 "an adapter folder (a LoRA warmup) trains its own adapter"})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scale numerator (scale = alpha / rank)"})
+    batch_kv: bool = field(default=True, metadata={
+        "help": "rollouts keep each row's keys/values between turns (false: every turn re-reads the whole "
+                "conversation, the older path bench/smollm2_rollout.py compares against)"})
 
     def __post_init__(self):
         if self.rubric not in ("v1", "v2"):
@@ -204,6 +207,7 @@ def build_trainer(args: ClarifyArgs, config: GRPOConfig, extra_rewards=()) -> GR
     settings = Generation(temperature=config.temperature, top_p=config.top_p,
                           max_new_tokens=config.max_completion_length)
     policy = ChatPolicy(None, tokenizer, name=f"grpo:{args.model}", generation=settings, chat_template=template)
+    policy.batch_kv = args.batch_kv
     rewards = make_rewards(args.rubric, args.plan_bonus, args.no_plan_penalty) + list(extra_rewards)
     return GRPOTrainer(
         model=model, reward_funcs=rewards, args=config, train_dataset=scenario_dataset(scenarios),

@@ -1,5 +1,5 @@
-"""The rollout bench runs on a tiny shipped policy, plays the same episodes before and after, and
-prints its headline last (no timing is asserted)."""
+"""The rollout bench runs on a tiny shipped policy, plays the same episodes (and GRPO steps) before and
+after, and prints its headline last (no timing is asserted)."""
 
 import json
 import subprocess
@@ -19,5 +19,8 @@ def test_bench_writes_json_and_prints_headline_last(tmp_path):
     assert result["episodes_per_minute"] > 0 and result["episodes_per_minute_before"] > 0
     assert result["grpo_groups_per_minute"] > 0 and result["grpo_groups_per_minute_before"] > 0
     assert result["same_episodes"] is True
-    assert [(r["kind"], r["episodes"]) for r in result["configurations"]] == [("eval", 2)] * 2 + [("grpo group", 4)] * 2
+    assert result["grpo_steps_per_minute"] > 0 and result["grpo_steps_per_minute_before"] > 0
+    assert [(r["kind"], r.get("episodes", r.get("steps"))) for r in result["configurations"]] == \
+        [("eval", 2)] * 2 + [("grpo group", 4)] * 2 + [("grpo step", 1)] * 2
+    assert len(result["configurations"][-1]["rewards"]) == 1
     assert done.stdout.strip().splitlines()[-1].startswith("SmolLM2 eval rollouts")
