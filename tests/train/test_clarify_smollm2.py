@@ -17,7 +17,6 @@ from core.records import Generation
 SHIP = SHIPPED_DIR / "clarify-smollm2-grpo"
 WARMUP = SHIPPED_DIR / "clarify-smollm2-warmup"
 BASE = packaged_entries()[0]
-RUN_V1 = ROOT / "replays" / "clarifyrl-heldout50-v1" / "clarify-smollm2-grpo"
 
 
 def test_the_adapter_continues_the_warmups_shape_and_fits_the_budget():
@@ -47,12 +46,23 @@ def test_the_card_and_logs_record_how_it_was_made():
     assert (SHIP / "training_curves.png").stat().st_size > 0
 
 
-def test_its_full_size_run_on_the_published_50_is_shipped():
-    summary = json.loads((RUN_V1 / "summary.json").read_text())
+@pytest.mark.parametrize("held_out, rubric, episodes", [("clarifyrl-heldout50-v1", "v1", 200),
+                                                           ("clarifylab-heldout-v2", "v2", 600)])
+def test_its_full_size_runs_on_both_held_out_sets_are_shipped(held_out, rubric, episodes):
+    summary = json.loads((ROOT / "replays" / held_out / "clarify-smollm2-grpo" / "summary.json").read_text())
     assert summary["policy"] == "model:checkpoints/clarify-smollm2-grpo"
-    assert (summary["n"], summary["samples"], summary["rubric"]) == (200, 4, "v1")
+    assert (summary["n"], summary["samples"], summary["rubric"]) == (episodes, 4, rubric)
     assert all(family["mean"] > 0 for family in summary["per_family"].values())
     assert summary["cut"]["cut"] <= 0.01 * summary["cut"]["turns"]
+
+
+def test_the_paired_comparisons_cover_both_sets_per_family_and_difficulty():
+    for held_out in ("clarifyrl-heldout50-v1", "clarifylab-heldout-v2"):
+        for pair in ("grpo-vs-warmup", "grpo-vs-zero-shot", "warmup-vs-zero-shot"):
+            record = json.loads((ROOT / "results" / "smollm2" / f"{held_out}-{pair}.json").read_text())
+            assert record["n_shared"] == (50 if "v1" in held_out else 150) and record["only_a"] == record["only_b"] == 0
+            assert record["ci"][0] <= record["diff"] <= record["ci"][1]
+            assert set(record["per_difficulty"]) == {"easy", "medium", "hard"} and record["per_family"]
 
 
 @pytest.mark.slow

@@ -16,7 +16,6 @@ from core.records import Generation
 
 SHIP = SHIPPED_DIR / "clarify-smollm2-warmup"
 BASE = packaged_entries()[0]
-RUN = ROOT / "replays" / "clarifyrl-heldout50-v1" / "clarify-smollm2-warmup"
 
 
 def test_the_adapter_names_the_packaged_base_adapts_the_top_layers_and_fits_the_budget():
@@ -42,10 +41,12 @@ def test_the_card_and_logs_record_how_it_was_made():
     assert "lower states cached" in (SHIP / "warmup_stdout.log").read_text()
 
 
-def test_its_full_size_run_on_the_published_50_is_shipped():
-    summary = json.loads((RUN / "summary.json").read_text())
+@pytest.mark.parametrize("held_out, rubric, episodes", [("clarifyrl-heldout50-v1", "v1", 200),
+                                                           ("clarifylab-heldout-v2", "v2", 600)])
+def test_its_full_size_runs_on_both_held_out_sets_are_shipped(held_out, rubric, episodes):
+    summary = json.loads((ROOT / "replays" / held_out / "clarify-smollm2-warmup" / "summary.json").read_text())
     assert summary["policy"] == "model:checkpoints/clarify-smollm2-warmup"
-    assert (summary["n"], summary["samples"], summary["rubric"]) == (200, 4, "v1")
+    assert (summary["n"], summary["samples"], summary["rubric"]) == (episodes, 4, rubric)
     assert all(family["mean"] > 0 for family in summary["per_family"].values())
 
 
