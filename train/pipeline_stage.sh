@@ -27,8 +27,8 @@ chunk() {
   local name=$1 done_test=$2 resume=() status=0; shift 2
   read -ra resume <<< "$1"; shift
   if eval "$done_test"; then echo "skip $name (done)"; return; fi
-  if [ -e "$RUNS/.begun_$name" ]; then timed "$name" ' "chunk": true,' "$@" "${resume[@]}" || status=$?
-  else touch "$RUNS/.begun_$name"; timed "$name" ' "chunk": true,' "$@" || status=$?; fi
+  if [ -e "$RUNS/.begun_$name" ]; then set -- "$@" "${resume[@]}"; else touch "$RUNS/.begun_$name"; fi
+  timed "$name" ' "chunk": true,' "$@" || status=$?
   if [ "$status" -ne 0 ] && [ "$status" -ne 3 ]; then exit "$status"; fi
   if ! eval "$done_test"; then echo "$name: this chunk is over; run the same command again to go on"; exit 3; fi
 }
