@@ -1,5 +1,6 @@
 """The shipped SmolLM2 GRPO adapter (GRPO from clarify-smollm2-warmup, train/clarify_smollm2.sh): its card
-and logs, its size and shape, its evaluation run, and that it loads offline and plays with tool calls."""
+and logs, its size and shape, the ablation's runs (both adapters, both held-out sets) and their paired
+comparisons, and that it loads offline and plays with tool calls."""
 
 import json
 import random
@@ -46,11 +47,12 @@ def test_the_card_and_logs_record_how_it_was_made():
     assert (SHIP / "training_curves.png").stat().st_size > 0
 
 
+@pytest.mark.parametrize("arm", ["clarify-smollm2-grpo", "clarify-smollm2-warmup"])
 @pytest.mark.parametrize("held_out, rubric, episodes", [("clarifyrl-heldout50-v1", "v1", 200),
                                                            ("clarifylab-heldout-v2", "v2", 600)])
-def test_its_full_size_runs_on_both_held_out_sets_are_shipped(held_out, rubric, episodes):
-    summary = json.loads((ROOT / "replays" / held_out / "clarify-smollm2-grpo" / "summary.json").read_text())
-    assert summary["policy"] == "model:checkpoints/clarify-smollm2-grpo"
+def test_both_arms_full_size_runs_on_both_held_out_sets_are_shipped(arm, held_out, rubric, episodes):
+    summary = json.loads((ROOT / "replays" / held_out / arm / "summary.json").read_text())
+    assert summary["policy"] == f"model:checkpoints/{arm}"
     assert (summary["n"], summary["samples"], summary["rubric"]) == (episodes, 4, rubric)
     assert all(family["mean"] > 0 for family in summary["per_family"].values())
     assert summary["cut"]["cut"] <= 0.01 * summary["cut"]["turns"]
