@@ -6,8 +6,9 @@ figure and the table, exactly what a click runs. The model is a shipped export
 (``checkpoints/decision-rlcd`` by default); when it is absent the bench says so and uses a random
 body of the shipped shape instead. Also reported: the model call alone, the same request with two
 models side by side, (unless --quick) the ``/score`` endpoint over HTTP via ``gradio_client``, and the
-same Ask on the real-body arm (``checkpoints/decision-smollm2-rlcd``, a LoRA adapter over
-SmolLM2-135M-Instruct; goal: under 1 s on 2 CPUs) when it is installed.
+same Ask on the real-body arms when they are installed (goal: under 1 s on 2 CPUs):
+``checkpoints/decision-smollm2-rlcd`` (a LoRA letter readout over SmolLM2-135M-Instruct) and
+``checkpoints/decision-smollm2-pooled-rlcd`` (a head over the same frozen body's mean states).
 
     python bench/decisions_latency.py --quick --json runs/decisions_latency.json
 """
@@ -85,11 +86,23 @@ def http_score(models_dir: str, key: str, state: str, questions: dict, repeats: 
         blocks.close()
 
 
+def real_body(folder: Path, state: str, n, fields, repeats: int, threads: int) -> dict:
+    """The Ask on an arm over the real base, after one untimed call that loads the base."""
+    torch.set_num_threads(threads)
+    real_dir, real = str(folder.parent), folder.name
+    out = h.ask(real_dir, real, "", state, n, *fields)
+    assert out[-1], f"the Ask on {real} failed: {[u['value'] for u in out[:4 + h.MAX_QUESTIONS] if u['visible']]}"
+    return {**timed(lambda: h.ask(real_dir, real, "", state, n, *fields), repeats), "model": real, "threads": threads,
+            "goal_ms": REAL_GOAL_MS}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=ROOT / "checkpoints" / "decision-rlcd")
     parser.add_argument("--real-model", type=Path, default=ROOT / "checkpoints" / "decision-smollm2-rlcd",
                         help="the real-body arm timed beside it (skipped when absent)")
+    parser.add_argument("--pooled-model", type=Path, default=ROOT / "checkpoints" / "decision-smollm2-pooled-rlcd",
+                        help="the pooled readout over the same real body, timed too (skipped when absent)")
     parser.add_argument("--real-threads", type=int, default=2, help="torch threads for the real body (2 CPUs)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no HTTP measurement")
     parser.add_argument("--threads", type=int, default=1)
@@ -113,14 +126,12 @@ def main() -> None:
         }
         if not args.quick:
             results["http_score"] = http_score(models_dir, keys[0], state, questions, repeats)
-        if (args.real_model / "decision.json").is_file():
-            torch.set_num_threads(args.real_threads)
-            real_dir, real = str(args.real_model.parent), args.real_model.name
-            h.ask(real_dir, real, "", state, n, *fields)  # loads the base once (not timed)
-            results["real_body_handler"] = {**timed(lambda: h.ask(real_dir, real, "", state, n, *fields), max(5, repeats // 2)),
-                                            "model": real, "threads": args.real_threads, "goal_ms": REAL_GOAL_MS}
-            torch.set_num_threads(args.threads)
-    for name in ("model_call_only", "handler_two_models", "http_score", "real_body_handler"):
+        for key, folder, card in (("real_body_handler", args.real_model, "decision.json"),
+                                  ("real_body_pooled_handler", args.pooled_model, "pooled.json")):
+            if (folder / card).is_file():
+                results[key] = real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads)
+                torch.set_num_threads(args.threads)
+    for name in ("model_call_only", "handler_two_models", "http_score", "real_body_handler", "real_body_pooled_handler"):
         if name in results:
             r = results[name]
             print(f"{name:>20}: median {r['median_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms")

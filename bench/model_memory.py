@@ -6,7 +6,7 @@ after each load the bench records the bytes the caches hold (each tensor once: S
 packaged policy and Decisions pipeline share one copy of the base, ``core.models.bases``), what
 they would hold with no sharing, the bases loaded (each once, however many models use it) and this
 process's resident memory.
-``--quick`` loads only the small shipped models (no SmolLM2, no adapter over it), for the test.
+``--quick`` loads only the small shipped models (no SmolLM2, no adapter or pooled head over it), for the test.
 
     python bench/model_memory.py [--quick] [--json OUT]
 
@@ -38,7 +38,7 @@ def run(quick: bool) -> dict:
     cache, series = ModelCache(open_decider=open_decider), []
     for entry in lists.all_entries():
         ready = (availability.check(entry) if entry.kind == "policy" else availability.check_decision(entry)).ok
-        small = entry.source == "shipped" and not availability.is_adapter(entry.location)  # no SmolLM2 base
+        small = entry.source == "shipped" and not availability.over_a_real_base(entry.location)  # no SmolLM2 base
         if not ready or entry.source in ("hub", "url", "endpoint") or (quick and not small):
             continue
         start = time.perf_counter()

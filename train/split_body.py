@@ -18,22 +18,11 @@ import torch
 from transformers import DynamicCache
 
 from core.clarify.kv_cache import shared_prefix
+from core.models.layers import view
 from core.decision.readout import last_real_index, readout
 
 BODY_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every Linear layer of a Llama or Qwen3 decoder layer: what "all-linear" selects there."""
-
-
-
-def view(decoder, layers: Sequence, norm=None):
-    """A shallow copy of a decoder body running only ``layers`` (same modules, no weight copied);
-    ``norm=Identity`` leaves the output un-normalised, as the next layer expects it."""
-    part = copy.copy(decoder)
-    part._modules = dict(decoder._modules)
-    part._modules["layers"] = torch.nn.ModuleList(layers)
-    if norm is not None:
-        part._modules["norm"] = norm
-    return part
 
 
 @dataclass

@@ -20,7 +20,8 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.decision.questions import Answer, Question
 from core.models.availability import design
-from core.models.entries import ADAPTER_DESIGN, ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN, Availability, ModelEntry
+from core.models.entries import (ADAPTER_DESIGN, ENDPOINT_DESIGN, LETTER_DESIGN, OPTION_DESIGN, PIPELINE_DESIGN, POOLED_DESIGN,
+                                 Availability, ModelEntry)
 
 MAX_P_SOURCE = "rescaled max p"
 """System One's confidence of a letter readout or a chat model: (max p - 1/K) / (1 - 1/K)."""
@@ -30,6 +31,7 @@ REPORTED_SOURCE = "as the endpoint reports it"
 KINDS = {
     LETTER_DESIGN: "core.decision.export.published",
     ADAPTER_DESIGN: "core.decision.export.adapter",
+    POOLED_DESIGN: "core.decision.pooled",
     OPTION_DESIGN: "core.decision.option.decider",
     PIPELINE_DESIGN: "core.decision.pipeline",
     ENDPOINT_DESIGN: "core.decision.endpoint",

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from core.models import entries
 from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
-                                 LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, ROOT, SHIPPED_OPTION_SCORERS,
+                                 LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, POOLED_CARD,
+                                 POOLED_DESIGN, ROOT, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
                                  parse_spec, public_deployment, shown_path)
 
@@ -113,6 +114,27 @@ def check_adapter(path: Path) -> Availability:
     return Availability(True, path, f"ready to load from {shown_path(path)} (LoRA adapter over {base})")
 
 
+def over_a_real_base(location: str | Path) -> bool:
+    """Whether a folder is a LoRA adapter or a pooled head: it loads a separate base (SmolLM2) with it."""
+    return is_adapter(location) or (Path(location) / POOLED_CARD).is_file()
+
+
+POOLED_MAKE = "python -m train.decision_pooled --out runs/smollm2-pooled, then copy runs/smollm2-pooled/<arm>"
+
+
+def check_pooled(path: Path) -> Availability:
+    """Is ``path`` a pooled-readout folder whose base is here? (Hashes are checked on load.)"""
+    try:
+        base = json.loads((path / POOLED_CARD).read_text())["base_model"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Availability(False, None, f"{shown_path(path)}/{POOLED_CARD} is malformed: {exc}")
+    found = base_location(str(base))
+    if not found.ok:
+        return Availability(False, None, f"the base of the pooled readout in {shown_path(path)} ({base}) is unavailable: "
+                            f"{found.message}")
+    return Availability(True, path, f"{POOLED_DESIGN} ready to load from {shown_path(path)} (a head over {base})")
+
+
 def cached_snapshot(hub_id: str, cache_dir: str | Path | None = None) -> Path | None:
     """The local snapshot folder of ``hub_id`` in the Hugging Face cache, or None. No network."""
     from huggingface_hub import snapshot_download
@@ -199,6 +221,8 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         return Availability(True, path, f"ready to load from {shown_path(path)} (a LoRA adapter over its base)") if found.ok else found
     if (path / DECISION_CARD).is_file():
         return Availability(True, path, f"ready to load from {shown_path(path)}")
+    if (path / POOLED_CARD).is_file():
+        return check_pooled(path)
     if (path / OPTION_CARD).is_file():
         return Availability(True, path, f"{OPTION_DESIGN} ready to load from {shown_path(path)} (hashes checked on load)")
     if pipeline_ok and any(path.glob(f"*{GGUF_SUFFIX}")):
@@ -219,6 +243,8 @@ def design(entry: ModelEntry, found: Availability | None = None) -> str:
         return OPTION_DESIGN
     if (folder / DECISION_CARD).is_file() and is_adapter(folder):
         return ADAPTER_DESIGN
+    if (folder / POOLED_CARD).is_file() or entry.key in dict(SHIPPED_POOLED):
+        return POOLED_DESIGN
     if entry.source == "shipped" or (folder / DECISION_CARD).is_file():
         return LETTER_DESIGN
     return PIPELINE_DESIGN
@@ -232,7 +258,9 @@ def check_decision(entry: ModelEntry) -> Availability:
         return Availability(True, None, f"System One endpoint {entry.location} (asked on every request)")
     if entry.source != "hub":
         found = check_export(Path(entry.location), pipeline_ok=entry.source == "local")
-        make = dict(SHIPPED_OPTION_SCORERS).get(entry.key)
+        if entry.key in dict(SHIPPED_POOLED) and (Path(entry.location) / POOLED_CARD).is_file():
+            return found  # trained and shipped: when it cannot load, its base is missing (the message says so)
+        make = dict(SHIPPED_OPTION_SCORERS).get(entry.key) or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
         if not found.ok and entry.source == "shipped" and make:
             return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); make it with {make}")
         if not found.ok and entry.source == "shipped":

@@ -63,11 +63,17 @@ SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup
 DECISION_CARD = "decision.json"
 """The card of an rlcd-decision-only-v1 export (``core.decision.export.published.CARD_FILE``)."""
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
+SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),
+                  ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"))
+"""Shipped pooled-readout heads over the packaged SmolLM2 (``core.decision.pooled``), the Decisions default first."""
+POOLED_CARD = "pooled.json"
+"""The card of a clarifylab-pooled-readout-v1 folder (``core.decision.pooled.CARD_FILE``)."""
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 OPTION_CARD = "option_model.json"
 """The card of a clarifylab-option-scorer-v1 folder (``core.decision.option.model.CARD_FILE``)."""
 OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
 ADAPTER_DESIGN = "letter readout (LoRA over a real base)"
+POOLED_DESIGN = "pooled readout (frozen real base)"
 PIPELINE_DESIGN, ENDPOINT_DESIGN = "chat model (DecisionPipeline)", "System One endpoint"
 """The designs of decision models, as pickers name them (``core.decision.model.KINDS`` has one row each)."""
 PACKAGED_MODELS = (
@@ -133,8 +139,11 @@ def shipped_entries(shipped_dir: Path | None = None, kind: Kind | None = None) -
     root = Path(SHIPPED_DIR if shipped_dir is None else shipped_dir)
     policies = [ModelEntry(name, "policy", "shipped", str(root / name), note=SHIPPED_POLICY_NOTES[name])
                 for name in SHIPPED_POLICIES]
-    decisions = [ModelEntry(name, "decision", "shipped", str(root / name), note=f"shipped, {arm}")
-                 for name, arm in SHIPPED_DECISIONS]
+    decisions = [ModelEntry(name, "decision", "shipped", str(root / name),
+                            note=f"shipped, {arm}: a head over frozen SmolLM2-135M-Instruct's mean states (reads English)")
+                 for name, arm in SHIPPED_POOLED]
+    decisions += [ModelEntry(name, "decision", "shipped", str(root / name), note=f"shipped, {arm}")
+                  for name, arm in SHIPPED_DECISIONS]
     decisions += [ModelEntry(name, "decision", "shipped", str(root / name),
                              note="shipped: one pass, each option scored at its own marker, up to 255 options")
                   for name, _ in SHIPPED_OPTION_SCORERS]

@@ -11,6 +11,7 @@ from core.decision.model import (
     LETTER_DESIGN,
     MAX_P_SOURCE,
     PIPELINE_DESIGN,
+    POOLED_DESIGN,
     REPORTED_SOURCE,
     DecisionModel,
     load_model,
@@ -18,6 +19,7 @@ from core.decision.model import (
     run_models,
 )
 from core.decision.option.decider import OptionDecider
+from core.decision.pooled import PooledHead, save_pooled
 from core.decision.option.model import OptionModel
 from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
@@ -33,9 +35,12 @@ def kinds(tmp_path_factory, letter_tok) -> dict:
     """One real tiny model of every kind, opened through ``load_model`` where a folder exists."""
     root = tmp_path_factory.mktemp("kinds")
     body = random_body(len(letter_tok), seed=3, hidden=32, layers=2, heads=4, kv_heads=2, head_dim=8)
+    base = build_tiny_llama(root / "base")
+    pooled = save_pooled(root / "pooled", PooledHead(32), base=str(base), layer=2, training={})
     return {
         LETTER_DESIGN: load_model(LETTER_DESIGN, export_tiny(root / "letter"), "tiny-letter"),
-        ADAPTER_DESIGN: load_model(ADAPTER_DESIGN, export_tiny_arm(root / "arm", build_tiny_llama(root / "base")), "tiny-arm"),
+        ADAPTER_DESIGN: load_model(ADAPTER_DESIGN, export_tiny_arm(root / "arm", base), "tiny-arm"),
+        POOLED_DESIGN: load_model(POOLED_DESIGN, pooled, "tiny-pooled"),
         "option": OptionDecider(OptionScorer(OptionModel(body, head_hidden=16), letter_tok), "tiny-option"),
         PIPELINE_DESIGN: load_model(PIPELINE_DESIGN, build_tiny_chat(root / "chat"), "tiny-chat"),
         ENDPOINT_DESIGN: load_model(ENDPOINT_DESIGN, "http://127.0.0.1:9/v1/systemone", "url"),  # never called
@@ -52,6 +57,7 @@ def test_every_kind_implements_the_protocol(kinds):
 @pytest.mark.parametrize("kind, source, own_vocabulary", [
     (LETTER_DESIGN, MAX_P_SOURCE, True),      # our letter readout: rescaled max p, its own tokenizer
     (ADAPTER_DESIGN, MAX_P_SOURCE, False),    # a LoRA arm over a real base: its web vocabulary is no signal
+    (POOLED_DESIGN, MAX_P_SOURCE, False),     # a head over a frozen real base: its max p, no vocabulary signal
     ("option", HEAD_SOURCE, True),            # the option scorer: its head, decision-rlcd's tokenizer
     (PIPELINE_DESIGN, MAX_P_SOURCE, False),   # any chat model: System One's rescaled max p, not our vocabulary
     (ENDPOINT_DESIGN, REPORTED_SOURCE, False),  # a URL: whatever it reports

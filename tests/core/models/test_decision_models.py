@@ -8,7 +8,7 @@ from core.decision.option.decider import OptionDecider
 from core.models import entries
 from core.models.availability import check_decision, check_export, design
 from core.models.cache import ModelCache, pick
-from core.models.entries import LETTER_DESIGN, OPTION_DESIGN, SHIPPED_DIR
+from core.models.entries import LETTER_DESIGN, OPTION_DESIGN, POOLED_DESIGN, SHIPPED_DIR
 from core.models.lists import all_entries, decision_entries, discover_local
 from tests.fixtures.tiny_decision import export_models
 
@@ -24,10 +24,14 @@ def models_dir(tmp_path_factory):
 
 def test_entries_local_first_then_shipped(models_dir, tmp_path):
     entries = decision_entries(models_dir, shipped_dir=tmp_path)
-    assert [e.key for e in entries[:5]] == ["tiny-a", "decision-rlcd", "decision-warmup", "decision-rlvr", "decision-oracle"]
+    pooled = ["decision-smollm2-pooled-rlcd", "decision-smollm2-pooled-warmup", "decision-smollm2-pooled-rlvr"]
+    assert [e.key for e in entries[:8]] == ["tiny-a", *pooled, "decision-rlcd", "decision-warmup", "decision-rlvr",
+                                            "decision-oracle"]
     assert check_decision(entries[0]).ok
-    shipped = check_decision(entries[1])
-    assert not shipped.ok and "not trained yet" in shipped.message
+    for entry in entries[1:5]:
+        shipped = check_decision(entry)
+        assert not shipped.ok and "not trained yet" in shipped.message
+    assert "python -m train.decision_pooled" in check_decision(entries[1]).message
 
 
 def test_check_export_says_what_is_missing(models_dir):
@@ -71,7 +75,8 @@ SHIPPED_SCORER = SHIPPED_DIR / "option-scorer"
 def test_the_shipped_option_scorer_is_a_shipped_entry_with_its_design(tmp_path):
     entry = next(e for e in decision_entries() if e.key == "option-scorer")
     assert entry.source == "shipped" and entry.kind == "decision" and entry.location == str(SHIPPED_SCORER)
-    assert design(entry) == OPTION_DESIGN and design(decision_entries()[0]) == LETTER_DESIGN
+    assert design(entry) == OPTION_DESIGN and design(decision_entries()[0]) == POOLED_DESIGN
+    assert design(next(e for e in decision_entries() if e.key == "decision-rlcd")) == LETTER_DESIGN
     assert check_decision(entry).ok and check_decision(entry).path == SHIPPED_SCORER
     absent = next(e for e in decision_entries(shipped_dir=tmp_path) if e.key == "option-scorer")
     found = check_decision(absent)  # a checkout without it: says how to make it

@@ -1,0 +1,272 @@
+"""The pooled readout: a frozen real body's mean state of the state text, scored against each option's.
+
+Why this design exists: on SmolLM2-135M-Instruct the letter readout's adapter did not learn, on 2 CPUs,
+to carry what the body knows about a ticket to the letter in front of the matching option, while a
+linear readout of the body's mean state over the ticket names the department of unseen ticket families
+(results/smollm2_decision/fit_probes.md). So the body stays frozen and only a small bilinear head trains:
+
+    logit(option) = z_s . M z_o + w . z_o
+
+``z_s`` is the standardised mean of layer ``layer``'s input states over the state's tokens (read once per
+state: every question shares it), ``z_o`` the same over the option's own tokens in ``"Question: <q>\\nAnswer:
+<option>"`` (no state), less
+the mean over the question's options (what they share adds the same logit to each; centred, their
+differences are what the scale is fitted to); the softmax covers the question's options. A folder holds the head (``pooled_head.safetensors``) and
+``pooled.json`` (format ``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, the
+head's sha256, the training record); the base comes from its package and is never copied.
+
+    decider = open_model("checkpoints/decision-smollm2-pooled-rlcd")
+    decider.score("My card was charged twice.", {"team": {"type": "choice", "criteria": {...}}})
+"""
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
+from safetensors.torch import save_file
+
+from core.decision import system_one
+from core.decision.prompt import encode, encode_prefix, render_prefix
+from core.decision.questions import Question, QuestionError, render_state
+from core.models.entries import POOLED_DESIGN
+
+FORMAT = "clarifylab-pooled-readout-v1"
+CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
+ANSWER_CUE = "\nAnswer:"
+OPTION_TEMPLATE = "Question: {question}" + ANSWER_CUE + " {option}"
+"""What an option's features are read from: its own tokens after the question, without the state."""
+MAX_STATE_TOKENS = 4096
+
+
+class PooledModelError(ValueError):
+    """A pooled-readout folder that cannot be trusted or loaded, and why."""
+
+
+class PooledCard(BaseModel):
+    """pooled.json: what the loader checks, and the training record."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: str
+    base_model: str
+    """The base's location as the model loaders take it (a packaged ``distribution/file.gguf``)."""
+    base_sha256: str
+    layer: int
+    """The states read are the input of this layer (the output of the first ``layer`` layers)."""
+    sha256: dict[str, str]
+    training: dict[str, Any] = {}
+
+
+class PooledHead(torch.nn.Module):
+    """The bilinear head over standardised state and option features; ``familiar`` holds the training
+    states' squared distances (standardised, per dimension) at percentiles 0..100."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.register_buffer("state_mean", torch.zeros(hidden))
+        for name in ("state_scale", "option_scale"):
+            self.register_buffer(name, torch.ones(hidden))
+        self.register_buffer("familiar", torch.zeros(101))
+        self.m = torch.nn.Parameter(torch.zeros(hidden, hidden))
+        self.w = torch.nn.Parameter(torch.zeros(hidden))
+
+    def standardise(self, states: torch.Tensor, options: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """z_s [B, H], and z_o [B, K, H]: each option less its question's mean option, scaled."""
+        m = mask[..., None].float()
+        centred = (options - (options * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1.0)) * m
+        return (states - self.state_mean) / self.state_scale, centred / self.option_scale
+
+    def forward(self, states: torch.Tensor, options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf."""
+        zs, zo = self.standardise(states, options, mask)
+        logits = torch.einsum("bh,bkh->bk", zs @ self.m, zo) + zo @ self.w
+        return logits.masked_fill(~mask, float("-inf"))
+
+    def familiarity(self, states: torch.Tensor) -> torch.Tensor:
+        """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""
+        zs = (states - self.state_mean) / self.state_scale
+        d = zs.pow(2).mean(-1, keepdim=True)
+        return 1.0 - torch.searchsorted(self.familiar, d).squeeze(-1).float() / len(self.familiar)
+
+
+class PooledReader:
+    """The frozen body's first ``layer`` layers, read as mean states of texts (no grad, batched)."""
+
+    def __init__(self, decoder, tokenizer, layer: int):
+        from core.models.layers import first_layers
+
+        self.lower, self.tokenizer, self.layer = first_layers(decoder, layer), tokenizer, layer
+        self.header = len(encode(tokenizer, render_prefix("x").split("x")[0].rstrip("\n")))
+        """Tokens of the prompt's header (``User: Context:``), left out of a state's mean."""
+
+    def mean_states(self, ids: Sequence[list[int]], skip: Sequence[int], batch: int = 16) -> torch.Tensor:
+        """[N, H]: each sequence's mean state over its positions from ``skip[i]`` on."""
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(ids), batch):
+                chunk = [torch.tensor(one) for one in ids[s:s + batch]]
+                width = max(len(c) for c in chunk)
+                x = torch.zeros(len(chunk), width, dtype=torch.long)
+                mask = torch.zeros(len(chunk), width, dtype=torch.long)
+                for i, c in enumerate(chunk):
+                    x[i, : len(c)], mask[i, : len(c)] = c, 1
+                hidden = self.lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state.float()
+                keep = mask.clone().float()
+                for i, k in enumerate(skip[s:s + batch]):
+                    keep[i, :k] = 0.0
+                out.append((hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1.0))
+        return torch.cat(out) if out else torch.zeros(0, self.lower.config.hidden_size)
+
+    def state_ids(self, state: str) -> list[int]:
+        return encode_prefix(self.tokenizer, render_prefix(state))
+
+    def states(self, texts: Sequence[str]) -> torch.Tensor:
+        """Mean states of states (the prompt's prefix without its header)."""
+        return self.mean_states([self.state_ids(t) for t in texts], [self.header] * len(texts))
+
+    def options(self, pairs: Sequence[tuple[str, str]]) -> torch.Tensor:
+        """Mean states of each option's own tokens, read after its question (``OPTION_TEMPLATE``)."""
+        texts = [OPTION_TEMPLATE.format(question=q.strip(), option=o.strip()) for q, o in pairs]
+        heads = [len(encode(self.tokenizer, t[: t.rindex(ANSWER_CUE) + len(ANSWER_CUE)])) for t in texts]
+        return self.mean_states([encode(self.tokenizer, t) for t in texts], heads)
+
+
+def option_tensor(questions: Sequence[Question], option_states: Mapping[tuple[str, str], torch.Tensor],
+                  hidden: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Options [Q, K, H] and mask [Q, K] of ``questions`` from per-(question, option) states."""
+    k = max(len(q.options) for q in questions)
+    opts, mask = torch.zeros(len(questions), k, hidden), torch.zeros(len(questions), k, dtype=torch.bool)
+    for i, q in enumerate(questions):
+        for j, o in enumerate(q.options):
+            opts[i, j], mask[i, j] = option_states[(q.text, o)], True
+    return opts, mask
+
+
+# ---- the folder
+
+
+def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: int, training: dict) -> Path:
+    """Write the head and the hashed card (the base by location and sha256)."""
+    from core.decision.export.adapter import base_weights
+    from core.decision.export.published import sha256_file
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: t.detach().float().contiguous().clone() for k, t in head.state_dict().items()}, str(out / HEAD_FILE),
+              metadata={"format": "pt"})
+    card = PooledCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)), layer=layer,
+                      sha256={HEAD_FILE: sha256_file(out / HEAD_FILE)}, training=training)
+    (out / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
+    return out
+
+
+def read_card(directory: Path) -> PooledCard:
+    """pooled.json validated, the head unchanged, the installed base the one it was trained on."""
+    from core.decision.export.adapter import base_weights
+    from core.decision.export.published import DecisionExportError, check_hashes, sha256_file
+
+    path = directory / CARD_FILE
+    try:
+        card = PooledCard.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError) as err:
+        raise PooledModelError(f"{path.name} of {directory.name} is malformed: {err}") from None
+    if card.format != FORMAT:
+        raise PooledModelError(f"{path.name}: format {card.format!r}, expected {FORMAT!r}")
+    if HEAD_FILE not in card.sha256:
+        raise PooledModelError(f"{CARD_FILE} records no sha256 for {HEAD_FILE}")
+    try:
+        check_hashes(directory, card.sha256)
+        if sha256_file(base_weights(card.base_model)) != card.base_sha256:
+            raise PooledModelError(f"the installed base {card.base_model} is not the one this head was trained on "
+                                   "(sha256 differs)")
+    except DecisionExportError as err:
+        raise PooledModelError(str(err)) from None
+    return card
+
+
+def load_head(directory: Path, hidden: int) -> PooledHead:
+    """The head's tensors, every one present with its shape (a broken file names what is wrong)."""
+    from core.decision.export.published import _read_tensors
+
+    tensors = _read_tensors(directory / HEAD_FILE)
+    head = PooledHead(hidden)
+    expected = {k: tuple(v.shape) for k, v in head.state_dict().items()}
+    if set(tensors) != set(expected):
+        raise PooledModelError(f"{HEAD_FILE} holds {sorted(tensors)}, expected {sorted(expected)}")
+    for k, shape in expected.items():
+        if tuple(tensors[k].shape) != shape or not torch.isfinite(tensors[k]).all():
+            raise PooledModelError(f"{HEAD_FILE}: {k} has shape {tuple(tensors[k].shape)} (expected {shape}) "
+                                   "or holds non-finite values")
+    head.load_state_dict(tensors)
+    return head.eval()
+
+
+class PooledDecider(system_one.SystemOneModel):
+    """The pooled readout as a decision model: one pass over the state, one short pass per new option."""
+
+    path_name = "pooled"
+    design = POOLED_DESIGN
+
+    def __init__(self, reader: PooledReader, head: PooledHead, name: str = "", card: PooledCard | None = None):
+        self.reader, self.head, self.name, self.card = reader, head, name, card
+        self.tokenizer = reader.tokenizer
+        self._options: dict[tuple[str, str], torch.Tensor] = {}
+
+    def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
+        try:
+            n = len(self.reader.state_ids(render_state(state)))
+        except QuestionError as err:
+            return {"state": str(err)}
+        if n > MAX_STATE_TOKENS:
+            return {"state": f"state is {n} tokens; the pooled readout reads at most {MAX_STATE_TOKENS} (nothing is cut)"}
+        return {}
+
+    def probabilities(self, state: str, questions: Sequence[Question]) -> tuple[list[list[float]], float]:
+        """Each question's option probabilities (declared order), and the state's familiarity."""
+        new = sorted({(q.text, o) for q in questions for o in q.options} - set(self._options))
+        if new:
+            self._options.update(zip(new, self.reader.options(new)))
+        states = self.reader.states([state])
+        opts, mask = option_tensor(questions, self._options, states.shape[-1])
+        with torch.no_grad():
+            probs = torch.softmax(self.head(states.expand(len(questions), -1), opts, mask), -1)
+        return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)], float(self.head.familiarity(states)[0])
+
+    def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
+        errors = self.limit_errors(state, specs)
+        if errors:
+            raise QuestionError(next(iter(errors.values())))
+        text = render_state(state)
+        asked = system_one.questions(specs)
+        probs, _ = self.probabilities(text, [q.primitive for q in asked])
+        return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(self.reader.state_ids(text))
+
+
+def load_pooled(directory: str | Path, name: str = "") -> PooledDecider:
+    """Verify the folder, load its base through the one loader (shared copy), build the decider."""
+    from core.models.loader import ModelLoadError, shared_causal_lm
+
+    root = Path(directory)
+    card = read_card(root)
+    try:
+        loaded = shared_causal_lm(card.base_model)
+    except ModelLoadError as err:
+        raise PooledModelError(str(err)) from None
+    decoder = loaded.model.get_decoder()
+    head = load_head(root, decoder.config.hidden_size)
+    if not 1 <= card.layer <= len(decoder.layers):
+        raise PooledModelError(f"{CARD_FILE}: layer {card.layer} outside the base's 1..{len(decoder.layers)}")
+    return PooledDecider(PooledReader(decoder, loaded.tokenizer, card.layer), head, name or root.name, card)
+
+
+def is_pooled(directory: str | Path) -> bool:
+    return (Path(directory) / CARD_FILE).is_file()
+
+
+def open_model(directory: str | Path, name: str = "") -> PooledDecider:
+    """``core.decision.model.KINDS``' loader for pooled-readout folders."""
+    try:
+        return load_pooled(directory, name)
+    except PooledModelError as err:
+        raise ValueError(f"{name or directory}: {err}") from None

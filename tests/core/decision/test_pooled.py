@@ -1,0 +1,167 @@
+"""The pooled readout: the head's math, the reader's means, the decider's answers, the folder's checks."""
+
+import json
+
+import pytest
+import torch
+from transformers import Qwen3ForCausalLM
+
+from core.decision import Choice, Noul, Score
+from core.decision import pooled as P
+from core.decision.prompt import encode, encode_prefix, render_prefix
+from core.decision.random_model import body_config
+from core.models.layers import first_layers
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama
+
+QS = [Choice("Which team?", ["billing", "security", "infra"]), Score("How urgent?", ["low", "mid", "high"]),
+      Noul("Page now?")]
+STATE = "The invoice was charged twice and login fails."
+
+
+@pytest.fixture(scope="module")
+def lm(letter_tok):
+    torch.manual_seed(5)
+    return Qwen3ForCausalLM(body_config(len(letter_tok), hidden=32, layers=3, heads=4, kv_heads=2, head_dim=8)).eval()
+
+
+def _head(hidden=32, seed=0):
+    torch.manual_seed(seed)
+    head = P.PooledHead(hidden)
+    with torch.no_grad():
+        for t in (head.m, head.w, head.state_mean):
+            t.normal_()
+        head.state_scale.uniform_(0.5, 2.0); head.option_scale.uniform_(0.5, 2.0)
+        head.familiar.copy_(torch.linspace(0.0, 5.0, 101))
+    return head.eval()
+
+
+def test_head_logits_are_the_bilinear_form_over_centred_options_and_mask_undeclared_ones():
+    head = _head()
+    s, o = torch.randn(2, 32), torch.randn(2, 3, 32)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    got = head(s, o, mask)
+    for b in range(2):
+        zs = (s[b] - head.state_mean) / head.state_scale
+        shared = o[b, mask[b]].mean(0)
+        for k in range(3):
+            zo = (o[b, k] - shared) / head.option_scale
+            want = zs @ head.m @ zo + zo @ head.w
+            if mask[b, k]:
+                assert torch.allclose(got[b, k], want, atol=1e-4)
+            else:
+                assert got[b, k] == float("-inf")
+
+
+def test_familiarity_is_the_share_of_training_distances_beyond_the_state():
+    head = _head()
+    at_mean = head.familiarity(head.state_mean[None])
+    far = head.familiarity(head.state_mean[None] + 100 * head.state_scale)
+    middle = head.familiarity(head.state_mean[None] + 2.5 ** 0.5 * head.state_scale)  # distance 2.5: percentile 50
+    assert at_mean.item() == 1.0 and far.item() == 0.0 and middle.item() == pytest.approx(1 - 50 / 101, abs=1e-6)
+
+
+def test_first_layers_output_is_the_next_layers_input(lm, letter_tok):
+    ids = torch.tensor([encode(letter_tok, "User: Context:\nhello there")])
+    full = lm.model(input_ids=ids, output_hidden_states=True).hidden_states
+    for n in (1, 2):  # hidden_states[3], the last, is after the final norm
+        part = first_layers(lm.model, n)(input_ids=ids).last_hidden_state
+        assert torch.allclose(part, full[n], atol=1e-5)
+    with pytest.raises(ValueError, match="no first 4"):
+        first_layers(lm.model, 4)
+
+
+def test_reader_means_are_batch_independent_and_skip_the_header(lm, letter_tok):
+    reader = P.PooledReader(lm.model, letter_tok, 2)
+    texts = [STATE, "short", "a much longer state " * 6]
+    batched = reader.states(texts)
+    for i, t in enumerate(texts):
+        ids = encode_prefix(letter_tok, render_prefix(t))
+        hidden = first_layers(lm.model, 2)(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        assert torch.allclose(batched[i], hidden[reader.header:].mean(0), atol=1e-5)
+    assert reader.header == len(encode(letter_tok, "User: Context:"))
+
+
+def test_reader_reads_an_options_own_tokens_after_its_question(lm, letter_tok):
+    reader = P.PooledReader(lm.model, letter_tok, 2)
+    got = reader.options([("Which team?", "billing"), ("Which team?", "security desk")])
+    for i, option in enumerate(("billing", "security desk")):
+        ids = encode(letter_tok, f"Question: Which team?\nAnswer: {option}")
+        head = len(encode(letter_tok, "Question: Which team?\nAnswer:"))
+        hidden = first_layers(lm.model, 2)(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        assert torch.allclose(got[i], hidden[head:].mean(0), atol=1e-5)
+
+
+def test_decider_answers_are_the_heads_softmax(lm, letter_tok):
+    reader, head = P.PooledReader(lm.model, letter_tok, 2), _head()
+    decider = P.PooledDecider(reader, head, "t")
+    answers = decider.decide(STATE, QS)
+    s = reader.states([STATE])
+    for q, a in zip(QS, answers):
+        o = reader.options([(q.text, opt) for opt in q.options])
+        want = torch.softmax(head(s, o[None], torch.ones(1, len(q.options), dtype=torch.bool)), -1)[0]
+        assert [a.probs[opt] for opt in q.options] == pytest.approx(want.tolist(), abs=1e-5)
+    out = decider.score(STATE, {"team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "", "security": ""}},
+                                "page": {"type": "noul", "instructions": "Page now?"}})
+    assert set(out["answers"]) == {"team", "page"} and out["usage"]["path"] == "pooled"
+    assert sum(out["answers"]["team"]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_decider_limits_name_what_is_wrong(lm, letter_tok, monkeypatch):
+    decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
+    monkeypatch.setattr(P, "MAX_STATE_TOKENS", 5)
+    assert "at most 5" in decider.limit_errors(STATE, {})["state"]
+    with pytest.raises(ValueError, match="at most 5"):
+        decider.decide(STATE, QS)
+    assert "empty" in decider.limit_errors("  ", {})["state"]
+
+
+@pytest.fixture
+def saved(tmp_path):
+    base = build_tiny_llama(tmp_path / "base")  # a Llama like SmolLM2, with a chat template as the loader wants
+    folder = P.save_pooled(tmp_path / "arm", _head(), base=str(base), layer=2, training={"arm": "test"})
+    return folder, base
+
+
+def test_folder_round_trip_is_exact(saved):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, base = saved
+    loaded = P.load_pooled(folder)
+    model = AutoModelForCausalLM.from_pretrained(base).eval()
+    direct = P.PooledDecider(P.PooledReader(model.model, AutoTokenizer.from_pretrained(base), 2), _head())
+    got, want = loaded.decide(STATE, QS), direct.decide(STATE, QS)
+    for a, b in zip(got, want):
+        assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-5)
+    assert P.read_card(folder).training == {"arm": "test"} and loaded.design == P.POOLED_DESIGN
+
+
+def test_a_changed_head_is_refused(saved):
+    folder, _ = saved
+    data = bytearray((folder / P.HEAD_FILE).read_bytes())
+    data[-3] ^= 0x01
+    (folder / P.HEAD_FILE).write_bytes(bytes(data))
+    with pytest.raises(P.PooledModelError, match="sha256 does not match"):
+        P.load_pooled(folder)
+
+
+def test_another_base_is_refused(saved):
+    folder, base = saved
+    build_tiny_llama(base, seed=9)
+    with pytest.raises(P.PooledModelError, match="not the one this head was trained on"):
+        P.load_pooled(folder)
+
+
+@pytest.mark.parametrize("change, message", [({"format": "other"}, "format 'other'"), ({"layer": "x"}, "malformed"),
+                                             ({"sha256": {}}, "no sha256 for pooled_head")])
+def test_a_bad_card_names_what_is_wrong(saved, change, message):
+    folder, _ = saved
+    card = json.loads((folder / P.CARD_FILE).read_text())
+    card.update(change)
+    (folder / P.CARD_FILE).write_text(json.dumps(card))
+    with pytest.raises(P.PooledModelError, match=message):
+        P.load_pooled(folder)
+
+
+def test_open_model_reports_the_folder(tmp_path):
+    with pytest.raises(ValueError, match="nothing: .*malformed"):
+        P.open_model(tmp_path, "nothing")

@@ -1,0 +1,230 @@
+"""The pooled-readout arms on frozen SmolLM2-135M-Instruct: warmup (NLL), then RLCD and RLVR from it.
+
+The body is frozen (``core.decision.pooled``), so every state's and every option's mean layer-``layer``
+state is read once and kept under ``--out``; the stages train only the bilinear head on those features
+(seconds each). The recipes are the tiny arms' (``core.decision.training``: the NLL of the label; bandit
+REINFORCE with the leave-one-out baseline, r = c - p_a or r = c, the judge revealing only sampled
+outcomes). Data: natural tickets (``train.decision_natural_data``; warmup the first two thirds of the
+train tickets, RL the last third, val and test families held out) beside synthetic rows
+(``train.decision_data``: warmup / rl / val / test partitions). Evaluation on the natural test split
+(every row), a synthetic test prefix and the probe, with context-clustered 95% intervals and paired
+differences (``core.decision.evaluation.scores``), written to ``--json``.
+
+    python -m train.decision_pooled --out runs/smollm2-pooled --json results/decision_smollm2_pooled_eval.json
+"""
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.decision.data.store import read_partition
+from core.decision.evaluation.scores import arm_report, paired_report, score_rows
+from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, option_tensor, save_pooled
+from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
+from train.decision_run import evaluate_probs, optimizer_for, parse_config
+from train.decision_smollm2 import BASE
+
+ARMS = ("warmup", "rlcd", "rlvr")
+PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"))
+
+
+@dataclass(frozen=True)
+class PooledConfig:
+    out: str = field(default="runs/smollm2-pooled", metadata={"help": "features, logs and the three arms' folders"})
+    base: str = field(default=BASE, metadata={"help": "the frozen base (the packaged SmolLM2 GGUF)"})
+    natural: str = field(default="runs/data/natural", metadata={"help": "natural-ticket dataset"})
+    synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset"})
+    synthetic_rows: int = field(default=3000, metadata={"help": "synthetic rows in the warmup pool (RL: half)"})
+    eval_synthetic_rows: int = field(default=600, metadata={"help": "synthetic test prefix (whole contexts)"})
+    probe_rows: int = field(default=400, metadata={"help": "probe rows"})
+    layer: int = field(default=24, metadata={"help": "read the input states of this layer (1..30)"})
+    warmup_steps: int = field(default=100, metadata={"help": "warmup L-BFGS iterations (full batch)"})
+    rl_steps: int = field(default=400, metadata={"help": "RLCD / RLVR optimiser steps"})
+    batch: int = field(default=256, metadata={"help": "rows per step"})
+    samples: int = field(default=4, metadata={"help": "RL: options sampled per row (G)"})
+    rl_lr: float = field(default=1e-5, metadata={"help": "RL learning rate (AdamW, no weight decay)"})
+    l2: float = field(default=0.3, metadata={"help": "L2 penalty on the head's weights, added to every stage's loss"})
+    threads: int = field(default=2, metadata={"help": "torch threads"})
+    seed: int = field(default=0, metadata={"help": "order, sampling and bootstrap seed"})
+    resamples: int = field(default=2000, metadata={"help": "bootstrap resamples (whole contexts)"})
+    json: str = field(default="", metadata={"help": "write the evaluation here"})
+
+
+# ---- data and features
+
+
+def datasets(config: PooledConfig) -> dict[str, list]:
+    """warmup / rl / val pools and the natural, synthetic and probe test sets."""
+    nat = read_partition(Path(config.natural), "train")
+    cut = (len(nat) * 2 // 3) // 3 * 3  # whole tickets: three rows each, in order
+    syn = lambda part, n: read_partition(Path(config.synthetic), part)[:n]  # noqa: E731
+    return {"warmup": nat[:cut] + syn("warmup", config.synthetic_rows),
+            "rl": nat[cut:] + syn("rl", config.synthetic_rows // 2),
+            "val": read_partition(Path(config.natural), "val") + syn("val", 600),
+            "natural": read_partition(Path(config.natural), "test"),
+            "synthetic": syn("test", config.eval_synthetic_rows),
+            "probe": syn("probe", config.probe_rows)}
+
+
+def features(reader: PooledReader, sets: dict[str, list], cache: Path) -> tuple[dict, dict]:
+    """Every distinct state's and (question, option)'s mean state, read once (each kept in ``cache``)."""
+    states = sorted({r.state for rows in sets.values() for r in rows})
+    pairs = sorted({(r.question, o.strip()) for rows in sets.values() for r in rows for o in r.options})
+    return (_kept(cache, "states", [reader.layer, states], lambda: _in_chunks(reader.states, states)),
+            _kept(cache, "options", [reader.layer, OPTION_TEMPLATE, pairs], lambda: _in_chunks(reader.options, pairs)))
+
+
+def _kept(cache: Path, tag: str, key: list, build) -> dict:
+    path = cache / f"{tag}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.pt"
+    if not path.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        torch.save(build(), path)
+    return torch.load(path)
+
+
+def _in_chunks(read, items: list, chunk: int = 256) -> dict:
+    t0, out = time.time(), {}
+    for i in range(0, len(items), chunk):
+        out.update(zip(items[i:i + chunk], read(items[i:i + chunk])))
+        print(f"{len(out)}/{len(items)} read, {time.time() - t0:.0f} s", flush=True)
+    return out
+
+
+def tensors(rows: list, states: dict, options: dict, hidden: int):
+    """(states [N, H], options [N, K, H], mask [N, K], labels [N]) of labelled rows."""
+    from core.decision.questions import Choice
+
+    qs = [Choice(r.question, tuple(r.options)) for r in rows]
+    opts, mask = option_tensor(qs, options, hidden)
+    return (torch.stack([states[r.state] for r in rows]), opts, mask, torch.tensor([r.label for r in rows]))
+
+
+def probs_26(head: PooledHead, t) -> np.ndarray:
+    """[N, 26] option probabilities (zeros past each row's options), as the reports take them."""
+    with torch.no_grad():
+        p = torch.softmax(head(*t[:3]), -1).double().numpy()
+    out = np.zeros((len(p), 26))
+    out[:, : p.shape[1]] = p
+    return out
+
+
+# ---- the stages
+
+
+def standardised_head(config: PooledConfig, train) -> PooledHead:
+    """A fresh head whose standardisation and familiarity percentiles come from the warmup pool."""
+    torch.manual_seed(config.seed)
+    head = PooledHead(train[0].shape[-1])
+    states = train[0]
+    head.state_mean.copy_(states.mean(0)); head.state_scale.copy_(states.std(0) + 1e-4)
+    _, centred = head.standardise(states, train[1], train[2])
+    head.option_scale.copy_(centred[train[2]].std(0) + 1e-4)
+    d = ((states - head.state_mean) / head.state_scale).pow(2).mean(-1)
+    head.familiar.copy_(torch.quantile(d, torch.linspace(0, 1, 101)))
+    return head
+
+
+def penalty(config: PooledConfig, head: PooledHead) -> torch.Tensor:
+    return config.l2 * (head.m.pow(2).sum() + head.w.pow(2).sum())
+
+
+def train_arm(config: PooledConfig, arm: str, head: PooledHead, rows: list, train, val_rows, val, log) -> PooledHead:
+    """Warmup: the NLL's optimum by full-batch L-BFGS (the loss is convex in the head). RL: bandit
+    REINFORCE with the leave-one-out baseline, minibatches, AdamW; both with the same L2 penalty."""
+    t0 = time.time()
+    log({"arm": arm, "step": 0, **evaluate_probs(val_rows, probs_26(head, val)), "wall_s": 0.0})
+    if arm == "warmup":
+        opt = torch.optim.LBFGS([head.m, head.w], lr=1.0, max_iter=config.warmup_steps, history_size=20,
+                                line_search_fn="strong_wolfe", tolerance_grad=1e-6, tolerance_change=1e-9)
+
+        def closure():
+            opt.zero_grad()
+            loss = nll_loss(head(*train[:3]), train[3]) + penalty(config, head)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        log({"arm": arm, "step": config.warmup_steps, **evaluate_probs(val_rows, probs_26(head, val)), "wall_s": time.time() - t0})
+        return head
+    opt = optimizer_for([head.m, head.w], config.rl_lr, weight_decay=0.0)
+    gen, py = torch.Generator().manual_seed(config.seed), random.Random(config.seed)
+    judge = Judge(rows)
+    for step in range(1, config.rl_steps + 1):
+        idx = py.sample(range(len(train[3])), min(config.batch, len(train[3])))
+        logprobs = torch.log_softmax(head(train[0][idx], train[1][idx], train[2][idx]), -1)
+        actions = sample_options(logprobs.exp().detach(), config.samples, gen)
+        correct = judge.outcomes(idx, actions)
+        reward = REWARDS[arm](correct, logprobs.exp().gather(-1, actions).detach())
+        loss = reinforce_loss(logprobs.masked_fill(~train[2][idx], 0.0), actions, reward - leave_one_out_baseline(reward))
+        opt.zero_grad(); (loss + penalty(config, head)).backward(); opt.step()
+        if step % 100 == 0 or step == config.rl_steps:
+            log({"arm": arm, "step": step, **evaluate_probs(val_rows, probs_26(head, val)), "wall_s": time.time() - t0})
+    return head
+
+
+def main(config: PooledConfig) -> dict:
+    import copy
+
+    from core.models.loader import load_location
+
+    torch.set_num_threads(config.threads)
+    t0, out = time.time(), Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    logfile = (out / "log.jsonl").open("a")
+
+    def log(record):
+        logfile.write(json.dumps(record) + "\n"); logfile.flush(); print(record, flush=True)
+
+    sets = datasets(config)
+    loaded = load_location(config.base)
+    reader = PooledReader(loaded.model.get_decoder(), loaded.tokenizer, config.layer)
+    states, options = features(reader, sets, out)
+    log({"event": "features", "states": len(states), "options": len(options), "wall_s": time.time() - t0})
+    hidden = reader.lower.config.hidden_size
+    t = {k: tensors(rows, states, options, hidden) for k, rows in sets.items()}
+    heads = {"warmup": train_arm(config, "warmup", standardised_head(config, t["warmup"]), sets["warmup"], t["warmup"],
+                                 sets["val"], t["val"], log)}
+    for arm in ("rlcd", "rlvr"):
+        heads[arm] = train_arm(config, arm, copy.deepcopy(heads["warmup"]), sets["rl"], t["rl"], sets["val"], t["val"], log)
+    for arm, head in heads.items():
+        training = {"arm": arm, "base": config.base, "layer": config.layer, "l2": config.l2,
+                    "recipe": "NLL of the label" if arm == "warmup" else
+                              f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if arm == 'rlcd' else 'c'}, from the warmup",
+                    "rows": len(sets["warmup" if arm == "warmup" else "rl"]),
+                    "steps": config.warmup_steps if arm == "warmup" else config.rl_steps, "seed": config.seed,
+                    "command": "python -m train.decision_pooled " + " ".join(f"--{k} {v}" for k, v in vars(config).items())}
+        save_pooled(out / arm, head.eval(), base=config.base, layer=config.layer, training=training)
+    report = evaluation(config, sets, t, heads)
+    report["wall_s"] = round(time.time() - t0, 1)
+    if config.json:
+        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def evaluation(config: PooledConfig, sets: dict, t: dict, heads: dict) -> dict:
+    """Per arm and set: accuracy, ECE, Brier, mean confidence, NOTA, the probe, intervals; paired differences."""
+    report = {"rows": {k: len(sets[k]) for k in ("natural", "synthetic", "probe")}, "natural": {}, "synthetic": {}, "paired": {}}
+    scores = {}
+    for arm, head in heads.items():
+        probe = probs_26(head, t["probe"])
+        for which in ("natural", "synthetic"):
+            scores[arm, which] = score_rows(sets[which], probs_26(head, t[which]), sets["probe"], probe)
+            report[which][arm] = arm_report(scores[arm, which], config.resamples, config.seed)
+            report[which][arm].pop("reliability")
+    for which in ("natural", "synthetic"):
+        for a, b in PAIRS:
+            report["paired"][f"{which}:{a}-{b}"] = paired_report(scores[a, which], scores[b, which], config.resamples, config.seed)
+    return report
+
+
+if __name__ == "__main__":
+    from train.decision_smollm2_eval import summary_table
+
+    print(summary_table(main(parse_config(PooledConfig))))
