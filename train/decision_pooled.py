@@ -135,7 +135,7 @@ def penalty(config: PooledConfig, head: PooledHead) -> torch.Tensor:
 
 
 def train_arm(config: PooledConfig, arm: str, head: PooledHead, rows: list, train, val_rows, val, log) -> PooledHead:
-    """Warmup: the NLL's optimum by full-batch L-BFGS (the loss is convex in the head). RL: bandit
+    """Warmup: full-batch L-BFGS on the penalised NLL (convex in the head). RL: bandit
     REINFORCE with the leave-one-out baseline, minibatches, AdamW; both with the same L2 penalty."""
     t0 = time.time()
     log({"arm": arm, "step": 0, **evaluate_probs(val_rows, probs_26(head, val)), "wall_s": 0.0})

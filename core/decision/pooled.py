@@ -3,20 +3,22 @@
 Why this design exists: on SmolLM2-135M-Instruct the letter readout's adapter did not learn, on 2 CPUs,
 to carry what the body knows about a ticket to the letter in front of the matching option, while a
 linear readout of the body's mean state over the ticket names the department of unseen ticket families
-(results/smollm2_decision/fit_probes.md). So the body stays frozen and only a small bilinear head trains:
+(results/smollm2_decision/fit_probes.md). So the body stays frozen and only a bilinear head trains (the warmup
+loss is convex in ``M`` and ``w``, fitted by full-batch L-BFGS):
 
     logit(option) = z_s . M z_o + w . z_o
 
 ``z_s`` is the standardised mean of layer ``layer``'s input states over the state's tokens (read once per
-state: every question shares it), ``z_o`` the same over the option's own tokens in ``"Question: <q>\\nAnswer:
-<option>"`` (no state), less
-the mean over the question's options (what they share adds the same logit to each; centred, their
-differences are what the scale is fitted to); the softmax covers the question's options. A folder holds the head (``pooled_head.safetensors``) and
-``pooled.json`` (format ``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, the
-head's sha256, the training record); the base comes from its package and is never copied.
+state: every question shares it); ``z_o`` the same over the option's own tokens in ``"Question: <q>\\nAnswer:
+<option>"`` (no state), less the mean over the question's options (what they share adds the same logit to
+each; centred, their differences are what the scale is fitted to). The softmax covers the question's
+options. A folder holds the head (``pooled_head.safetensors``) and ``pooled.json`` (format
+``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, the head's sha256, the
+training record); the base comes from its package and is never copied.
 
     decider = open_model("checkpoints/decision-smollm2-pooled-rlcd")
-    decider.score("My card was charged twice.", {"team": {"type": "choice", "criteria": {...}}})
+    decider.score("My card was charged twice.", {"team": {"type": "choice", "instructions": "Which team?",
+                                                          "criteria": {"billing": "", "security": ""}}})
 """
 
 import json
@@ -60,7 +62,8 @@ class PooledCard(BaseModel):
 
 class PooledHead(torch.nn.Module):
     """The bilinear head over standardised state and option features; ``familiar`` holds the training
-    states' squared distances (standardised, per dimension) at percentiles 0..100."""
+    states' squared distances (standardised, per dimension) at percentiles 0..100 (``familiarity``: an
+    embedding-based out-of-distribution signal, saved with every head; the Decisions tab does not show it yet)."""
 
     def __init__(self, hidden: int):
         super().__init__()
@@ -222,8 +225,8 @@ class PooledDecider(system_one.SystemOneModel):
             return {"state": f"state is {n} tokens; the pooled readout reads at most {MAX_STATE_TOKENS} (nothing is cut)"}
         return {}
 
-    def probabilities(self, state: str, questions: Sequence[Question]) -> tuple[list[list[float]], float]:
-        """Each question's option probabilities (declared order), and the state's familiarity."""
+    def probabilities(self, state: str, questions: Sequence[Question]) -> list[list[float]]:
+        """Each question's option probabilities, in declared order (option states cached across calls)."""
         new = sorted({(q.text, o) for q in questions for o in q.options} - set(self._options))
         if new:
             self._options.update(zip(new, self.reader.options(new)))
@@ -231,7 +234,7 @@ class PooledDecider(system_one.SystemOneModel):
         opts, mask = option_tensor(questions, self._options, states.shape[-1])
         with torch.no_grad():
             probs = torch.softmax(self.head(states.expand(len(questions), -1), opts, mask), -1)
-        return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)], float(self.head.familiarity(states)[0])
+        return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)]
 
     def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
         errors = self.limit_errors(state, specs)
@@ -239,7 +242,7 @@ class PooledDecider(system_one.SystemOneModel):
             raise QuestionError(next(iter(errors.values())))
         text = render_state(state)
         asked = system_one.questions(specs)
-        probs, _ = self.probabilities(text, [q.primitive for q in asked])
+        probs = self.probabilities(text, [q.primitive for q in asked])
         return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(self.reader.state_ids(text))
 
 
@@ -258,10 +261,6 @@ def load_pooled(directory: str | Path, name: str = "") -> PooledDecider:
     if not 1 <= card.layer <= len(decoder.layers):
         raise PooledModelError(f"{CARD_FILE}: layer {card.layer} outside the base's 1..{len(decoder.layers)}")
     return PooledDecider(PooledReader(decoder, loaded.tokenizer, card.layer), head, name or root.name, card)
-
-
-def is_pooled(directory: str | Path) -> bool:
-    return (Path(directory) / CARD_FILE).is_file()
 
 
 def open_model(directory: str | Path, name: str = "") -> PooledDecider:
