@@ -11,6 +11,7 @@ train tickets, RL the last third, val and test families held out) beside synthet
 differences (``core.decision.evaluation.scores``), written to ``--json``.
 
     python -m train.decision_pooled --out runs/smollm2-pooled --json results/decision_smollm2_pooled_eval.json
+    python -m train.decision_pooled --arms warmup=checkpoints/decision-smollm2-pooled-warmup,... --json OUT  # evaluate only
 """
 
 import hashlib
@@ -25,7 +26,7 @@ import torch
 
 from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import arm_report, paired_report, score_rows
-from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, option_tensor, save_pooled
+from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load_head, option_tensor, read_card, save_pooled
 from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
 from train.decision_run import evaluate_probs, optimizer_for, parse_config
 from train.decision_smollm2 import BASE
@@ -54,6 +55,8 @@ class PooledConfig:
     seed: int = field(default=0, metadata={"help": "order, sampling and bootstrap seed"})
     resamples: int = field(default=2000, metadata={"help": "bootstrap resamples (whole contexts)"})
     json: str = field(default="", metadata={"help": "write the evaluation here"})
+    arms: str = field(default="", metadata={
+        "help": "evaluate these saved heads instead of training (warmup=DIR,rlcd=DIR,rlvr=DIR): test sets only"})
 
 
 # ---- data and features
@@ -182,12 +185,20 @@ def main(config: PooledConfig) -> dict:
         logfile.write(json.dumps(record) + "\n"); logfile.flush(); print(record, flush=True)
 
     sets = datasets(config)
+    if config.arms:
+        sets = {k: sets[k] for k in ("natural", "synthetic", "probe")}
     loaded = load_location(config.base)
     reader = PooledReader(loaded.model.get_decoder(), loaded.tokenizer, config.layer)
     states, options = features(reader, sets, out)
     log({"event": "features", "states": len(states), "options": len(options), "wall_s": time.time() - t0})
     hidden = reader.lower.config.hidden_size
     t = {k: tensors(rows, states, options, hidden) for k, rows in sets.items()}
+    if config.arms:
+        report = evaluation(config, sets, t, saved_heads(config, hidden))
+        report["wall_s"] = round(time.time() - t0, 1)
+        if config.json:
+            Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+        return report
     heads = {"warmup": train_arm(config, "warmup", standardised_head(config, t["warmup"]), sets["warmup"], t["warmup"],
                                  sets["val"], t["val"], log)}
     for arm in ("rlcd", "rlvr"):
@@ -206,6 +217,18 @@ def main(config: PooledConfig) -> dict:
         Path(config.json).parent.mkdir(parents=True, exist_ok=True)
         Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def saved_heads(config: PooledConfig, hidden: int) -> dict[str, PooledHead]:
+    """``--arms``: each folder's head, its card checked (hashes, base) and read at this run's layer."""
+    heads = {}
+    for item in config.arms.split(","):
+        name, _, folder = item.partition("=")
+        card = read_card(Path(folder.strip()))
+        if card.layer != config.layer:
+            raise ValueError(f"{folder} reads layer {card.layer}; pass --layer {card.layer}")
+        heads[name.strip()] = load_head(Path(folder.strip()), hidden)
+    return heads
 
 
 def evaluation(config: PooledConfig, sets: dict, t: dict, heads: dict) -> dict:

@@ -1,6 +1,7 @@
 """The pooled-readout arms' training on a tiny random Llama base: warmup, RLCD and RLVR fit on cached
 features, export folders that load (hash-checked) and answer as the evaluation read them."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -53,6 +54,13 @@ def test_train_evaluate_export_and_load(data, tmp_path):
         assert list(a.probs.values()) == pytest.approx(list(want[i, : len(rows[i].options)]), abs=1e-5)
     card = json.loads((tmp_path / "run" / "rlvr" / "pooled.json").read_text())
     assert card["training"]["recipe"].endswith("r = c, from the warmup") and card["layer"] == 2
+    # --arms: the saved heads evaluated alone (test sets only) give the training run's numbers
+    again = dp.main(dataclasses.replace(config, arms=",".join(f"{a}={tmp_path / 'run' / a}" for a in dp.ARMS), json=""))
+    for arm in dp.ARMS:
+        assert again["natural"][arm]["accuracy"] == report["natural"][arm]["accuracy"]
+        assert again["natural"][arm]["ece"] == pytest.approx(report["natural"][arm]["ece"], abs=1e-6)
+    with pytest.raises(ValueError, match="reads layer 2; pass --layer 2"):
+        dp.main(dataclasses.replace(config, arms=f"rlcd={tmp_path / 'run' / 'rlcd'}", layer=3))
 
 
 def _toy(n=400, k=3, hidden=8, seed=0):
