@@ -63,12 +63,12 @@ SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup
 DECISION_CARD = "decision.json"
 """The card of an rlcd-decision-only-v1 export (``core.decision.export.published.CARD_FILE``)."""
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
+"""Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),
                   ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"))
 """Shipped pooled-readout heads over the packaged SmolLM2 (``core.decision.pooled``), the Decisions default first."""
 POOLED_CARD = "pooled.json"
 """The card of a clarifylab-pooled-readout-v1 folder (``core.decision.pooled.CARD_FILE``)."""
-"""Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 OPTION_CARD = "option_model.json"
 """The card of a clarifylab-option-scorer-v1 folder (``core.decision.option.model.CARD_FILE``)."""
 OPTION_DESIGN, LETTER_DESIGN = "option scorer (confidence head)", "letter readout"
