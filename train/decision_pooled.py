@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from core.decision.data.store import read_partition
-from core.decision.evaluation.scores import arm_report, paired_report, score_rows
+from core.decision.evaluation.scores import sets_report
 from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load_head, option_tensor, read_card, save_pooled
 from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
 from train.decision_run import evaluate_probs, optimizer_for, parse_config
@@ -172,8 +172,6 @@ def train_arm(config: PooledConfig, arm: str, head: PooledHead, rows: list, trai
 
 
 def main(config: PooledConfig) -> dict:
-    import copy
-
     from core.models.loader import load_location
 
     torch.set_num_threads(config.threads)
@@ -193,12 +191,19 @@ def main(config: PooledConfig) -> dict:
     log({"event": "features", "states": len(states), "options": len(options), "wall_s": time.time() - t0})
     hidden = reader.lower.config.hidden_size
     t = {k: tensors(rows, states, options, hidden) for k, rows in sets.items()}
-    if config.arms:
-        report = evaluation(config, sets, t, saved_heads(config, hidden))
-        report["wall_s"] = round(time.time() - t0, 1)
-        if config.json:
-            Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
-        return report
+    heads = saved_heads(config, hidden) if config.arms else trained_heads(config, sets, t, out, log)
+    report = evaluation(config, sets, t, heads)
+    report["wall_s"] = round(time.time() - t0, 1)
+    if config.json:
+        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log) -> dict[str, PooledHead]:
+    """The warmup, then RLCD and RLVR from it, each saved under ``out/<arm>`` with its training record."""
+    import copy
+
     heads = {"warmup": train_arm(config, "warmup", standardised_head(config, t["warmup"]), sets["warmup"], t["warmup"],
                                  sets["val"], t["val"], log)}
     for arm in ("rlcd", "rlvr"):
@@ -211,40 +216,27 @@ def main(config: PooledConfig) -> dict:
                     "steps": config.warmup_steps if arm == "warmup" else config.rl_steps, "seed": config.seed,
                     "command": "python -m train.decision_pooled " + " ".join(f"--{k} {v}" for k, v in vars(config).items())}
         save_pooled(out / arm, head.eval(), base=config.base, layer=config.layer, training=training)
-    report = evaluation(config, sets, t, heads)
-    report["wall_s"] = round(time.time() - t0, 1)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
-    return report
+    return heads
 
 
 def saved_heads(config: PooledConfig, hidden: int) -> dict[str, PooledHead]:
     """``--arms``: each folder's head, its card checked (hashes, base) and read at this run's layer."""
+    from train.decision_smollm2_eval import arm_dirs
+
     heads = {}
-    for item in config.arms.split(","):
-        name, _, folder = item.partition("=")
-        card = read_card(Path(folder.strip()))
+    for name, folder in arm_dirs(config.arms).items():
+        card = read_card(folder)
         if card.layer != config.layer:
             raise ValueError(f"{folder} reads layer {card.layer}; pass --layer {card.layer}")
-        heads[name.strip()] = load_head(Path(folder.strip()), hidden)
+        heads[name] = load_head(folder, hidden)
     return heads
 
 
 def evaluation(config: PooledConfig, sets: dict, t: dict, heads: dict) -> dict:
     """Per arm and set: accuracy, ECE, Brier, mean confidence, NOTA, the probe, intervals; paired differences."""
-    report = {"rows": {k: len(sets[k]) for k in ("natural", "synthetic", "probe")}, "natural": {}, "synthetic": {}, "paired": {}}
-    scores = {}
-    for arm, head in heads.items():
-        probe = probs_26(head, t["probe"])
-        for which in ("natural", "synthetic"):
-            scores[arm, which] = score_rows(sets[which], probs_26(head, t[which]), sets["probe"], probe)
-            report[which][arm] = arm_report(scores[arm, which], config.resamples, config.seed)
-            report[which][arm].pop("reliability")
-    for which in ("natural", "synthetic"):
-        for a, b in PAIRS:
-            report["paired"][f"{which}:{a}-{b}"] = paired_report(scores[a, which], scores[b, which], config.resamples, config.seed)
-    return report
+    tested = {k: sets[k] for k in ("natural", "synthetic", "probe")}
+    probs = {arm: {k: probs_26(head, t[k]) for k in tested} for arm, head in heads.items()}
+    return {"rows": {k: len(v) for k, v in tested.items()}, **sets_report(tested, probs, PAIRS, config.resamples, config.seed)}
 
 
 if __name__ == "__main__":

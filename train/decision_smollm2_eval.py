@@ -23,7 +23,7 @@ import torch
 from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
-from core.decision.evaluation.scores import arm_report, paired_report, score_rows
+from core.decision.evaluation.scores import sets_report
 from core.decision.export.adapter import head_rows
 from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
@@ -123,20 +123,9 @@ def main(config: SmolEvalConfig) -> dict:
                               "probe": option_probs(tiny.body, tiny.rows, tiny.tokenizer, [prompt_of(r) for r in probe])}
     if config.served:
         probs["served-rlcd"] = {"natural": served_probs(config.served, natural), "probe": probs["rlcd"]["probe"]}
-    report = {"rows": {"natural": len(natural), "synthetic": len(synthetic), "probe": len(probe)},
-              "config": {k: str(v) for k, v in vars(config).items()}, "natural": {}, "synthetic": {}, "paired": {}}
-    scores = {}
-    for name, by_set in probs.items():
-        for which, rows in (("natural", natural), ("synthetic", synthetic)):
-            if which in by_set:
-                scores[name, which] = score_rows(rows, by_set[which], probe, by_set["probe"])
-                report[which][name] = arm_report(scores[name, which], config.resamples, config.seed)
-                report[which][name].pop("reliability")
-    for which in ("natural", "synthetic"):
-        for a, b in PAIRS:
-            if (a, which) in scores and (b, which) in scores:
-                report["paired"][f"{which}:{a}-{b}"] = paired_report(scores[a, which], scores[b, which],
-                                                                     config.resamples, config.seed)
+    sets = {"natural": natural, "synthetic": synthetic, "probe": probe}
+    report = {"rows": {k: len(v) for k, v in sets.items()}, "config": {k: str(v) for k, v in vars(config).items()},
+              **sets_report(sets, probs, PAIRS, config.resamples, config.seed)}
     report["wall_s"] = round(time.time() - t0, 1)
     if config.json:
         Path(config.json).parent.mkdir(parents=True, exist_ok=True)

@@ -218,32 +218,35 @@ class PooledDecider(system_one.SystemOneModel):
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         try:
-            n = len(self.reader.state_ids(render_state(state)))
+            self._state_ids(state)
         except QuestionError as err:
             return {"state": str(err)}
-        if n > MAX_STATE_TOKENS:
-            return {"state": f"state is {n} tokens; the pooled readout reads at most {MAX_STATE_TOKENS} (nothing is cut)"}
         return {}
 
-    def probabilities(self, state: str, questions: Sequence[Question]) -> list[list[float]]:
+    def _state_ids(self, state: Any) -> list[int]:
+        """The state's prefix ids, refused (never cut) above ``MAX_STATE_TOKENS``."""
+        ids = self.reader.state_ids(render_state(state))
+        if len(ids) > MAX_STATE_TOKENS:
+            raise QuestionError(f"state is {len(ids)} tokens; the pooled readout reads at most {MAX_STATE_TOKENS} "
+                                "(nothing is cut)")
+        return ids
+
+    def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
         """Each question's option probabilities, in declared order (option states cached across calls)."""
         new = sorted({(q.text, o) for q in questions for o in q.options} - set(self._options))
         if new:
             self._options.update(zip(new, self.reader.options(new)))
-        states = self.reader.states([state])
+        states = self.reader.mean_states([state_ids], [self.reader.header])
         opts, mask = option_tensor(questions, self._options, states.shape[-1])
         with torch.no_grad():
             probs = torch.softmax(self.head(states.expand(len(questions), -1), opts, mask), -1)
         return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)]
 
     def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
-        errors = self.limit_errors(state, specs)
-        if errors:
-            raise QuestionError(next(iter(errors.values())))
-        text = render_state(state)
+        ids = self._state_ids(state)
         asked = system_one.questions(specs)
-        probs = self.probabilities(text, [q.primitive for q in asked])
-        return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(self.reader.state_ids(text))
+        probs = self.probabilities(ids, [q.primitive for q in asked])
+        return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(ids)
 
 
 def load_pooled(directory: str | Path, name: str = "") -> PooledDecider:

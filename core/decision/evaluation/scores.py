@@ -2,13 +2,14 @@
 
 ``score_rows`` keeps each row's probabilities over its own options plus the facts metrics slice by
 (context, source, NOTA position); ``arm_report`` lays out ``core.decision.evaluation.reports``' headline
-metrics and probe groups as the evaluation JSON, and ``paired_report`` adds paired differences.
+metrics and probe groups as the evaluation JSON, and ``paired_report`` adds paired differences;
+``sets_report`` does both for several arms on several sets.
 Intervals resample whole contexts (the three questions about one ticket are not independent).
 Used by ``python -m train.decision_eval``.
 """
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -92,3 +93,23 @@ def paired_report(a: ArmScores, b: ArmScores, resamples: int = 1000, seed: int =
         raise ValueError("paired differences need both arms scored on the same rows")
     return {k: cal.paired_metric_difference(k, a.probs, b.probs, a.labels, a.contexts, resamples=resamples,
                                             seed=seed).as_dict() for k in HEADLINE}
+
+
+def sets_report(sets: Mapping[str, Sequence[DecisionRow]], probs: Mapping[str, Mapping[str, np.ndarray]],
+                pairs: Sequence[tuple[str, str]], resamples: int = 1000, seed: int = 0) -> dict:
+    """``{set: {arm: arm_report}, "paired": {"set:a-b": paired_report}}`` for every set but ``"probe"``.
+
+    ``probs[arm][set]`` are [N, 26] arrays; an arm scores the sets it has, each beside its own
+    ``probs[arm]["probe"]``; a pair is reported on the sets both of its arms have."""
+    named = [k for k in sets if k != "probe"]
+    report: dict = {k: {} for k in named}
+    scores = {}
+    for arm, by_set in probs.items():
+        for which in named:
+            if which in by_set:
+                scores[arm, which] = score_rows(sets[which], by_set[which], sets["probe"], by_set["probe"])
+                report[which][arm] = arm_report(scores[arm, which], resamples, seed)
+                report[which][arm].pop("reliability")
+    report["paired"] = {f"{which}:{a}-{b}": paired_report(scores[a, which], scores[b, which], resamples, seed)
+                        for which in named for a, b in pairs if (a, which) in scores and (b, which) in scores}
+    return report
