@@ -12,6 +12,7 @@ differences (``core.decision.evaluation.scores``), written to ``--json``.
 
     python -m train.decision_pooled --out runs/smollm2-pooled --json results/decision_smollm2_pooled_eval.json
     python -m train.decision_pooled --arms warmup=checkpoints/decision-smollm2-pooled-warmup,... --json OUT  # evaluate only
+    python -m train.decision_pooled --arms rlcd=DIR --served rlcd=http://127.0.0.1:8000/v1/systemone --json OUT
 """
 
 import hashlib
@@ -57,6 +58,9 @@ class PooledConfig:
     json: str = field(default="", metadata={"help": "write the evaluation here"})
     arms: str = field(default="", metadata={
         "help": "evaluate these saved heads instead of training (warmup=DIR,rlcd=DIR,rlvr=DIR): test sets only"})
+    served: str = field(default="", metadata={
+        "help": "NAME=URL: also score the natural test rows and the probe through a System One endpoint serving arm "
+                "NAME (python -m core.decision.serve DIR), as arm served-NAME, and compare with the local NAME"})
 
 
 # ---- data and features
@@ -191,7 +195,7 @@ def main(config: PooledConfig) -> dict:
     log({"event": "features", "states": len(states), "options": len(options), "wall_s": time.time() - t0})
     hidden = reader.lower.config.hidden_size
     t = {k: tensors(rows, states, options, hidden) for k, rows in sets.items()}
-    heads = saved_heads(config, hidden) if config.arms else trained_heads(config, sets, t, out, log)
+    heads = saved_heads(config, hidden) if config.arms else trained_heads(config, sets, t, out, log, loaded)
     report = evaluation(config, sets, t, heads)
     report["wall_s"] = round(time.time() - t0, 1)
     if config.json:
@@ -200,8 +204,9 @@ def main(config: PooledConfig) -> dict:
     return report
 
 
-def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log) -> dict[str, PooledHead]:
-    """The warmup, then RLCD and RLVR from it, each saved under ``out/<arm>`` with its training record."""
+def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log, loaded) -> dict[str, PooledHead]:
+    """The warmup, then RLCD and RLVR from it, each saved under ``out/<arm>`` with its training record (and the
+    ``loaded`` base's config and tokenizer)."""
     import copy
 
     heads = {"warmup": train_arm(config, "warmup", standardised_head(config, t["warmup"]), sets["warmup"], t["warmup"],
@@ -215,7 +220,8 @@ def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log) -> 
                     "rows": len(sets["warmup" if arm == "warmup" else "rl"]),
                     "steps": config.warmup_steps if arm == "warmup" else config.rl_steps, "seed": config.seed,
                     "command": "python -m train.decision_pooled " + " ".join(f"--{k} {v}" for k, v in vars(config).items())}
-        save_pooled(out / arm, head.eval(), base=config.base, layer=config.layer, training=training)
+        save_pooled(out / arm, head.eval(), base=config.base, layer=config.layer, training=training,
+                    body_config=loaded.model.config, tokenizer=loaded.tokenizer)
     return heads
 
 
@@ -236,7 +242,19 @@ def evaluation(config: PooledConfig, sets: dict, t: dict, heads: dict) -> dict:
     """Per arm and set: accuracy, ECE, Brier, mean confidence, NOTA, the probe, intervals; paired differences."""
     tested = {k: sets[k] for k in ("natural", "synthetic", "probe")}
     probs = {arm: {k: probs_26(head, t[k]) for k in tested} for arm, head in heads.items()}
-    return {"rows": {k: len(v) for k, v in tested.items()}, **sets_report(tested, probs, PAIRS, config.resamples, config.seed)}
+    pairs, agreement = PAIRS, {}
+    if config.served:
+        from train.decision_smollm2_eval import served_probs
+
+        arm, url = config.served.split("=", 1)
+        probs[f"served-{arm}"] = {k: served_probs(url, tested[k]) for k in ("natural", "probe")}
+        pairs += ((f"served-{arm}", arm),)
+        agreement = {f"served-{arm}": {k: float(np.abs(probs[f"served-{arm}"][k] - probs[arm][k]).max())
+                                       for k in ("natural", "probe")}}
+    report = {"rows": {k: len(v) for k, v in tested.items()}, **sets_report(tested, probs, pairs, config.resamples, config.seed)}
+    if agreement:  # the largest difference of any option probability, served vs the same head read here
+        report["served_max_abs_difference"] = agreement
+    return report
 
 
 if __name__ == "__main__":

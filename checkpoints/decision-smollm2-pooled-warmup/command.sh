@@ -5,3 +5,17 @@ export PYTHONPATH=. HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m train.decision_data --out runs/data/decision --seed 0
 /usr/bin/time -v .venv/bin/python -m train.decision_pooled --out runs/smollm2-pooled --json runs/smollm2-pooled/eval.json
 # then: cp runs/smollm2-pooled/<arm>/* checkpoints/decision-smollm2-pooled-<arm>/
+# 2026-12-03: the shipped heads re-saved unchanged (pooled_head.safetensors keeps its sha256) beside the base's
+# config.json and tokenizer, which `python -m core.decision.serve DIR` (transformers serve) reads; a run since
+# then writes them itself (core.decision.pooled.save_pooled):
+.venv/bin/python - <<'PY'
+from pathlib import Path
+from core.decision.pooled import load_head, read_card, save_pooled
+from core.models.loader import shared_causal_lm
+for arm in ("warmup", "rlcd", "rlvr"):
+    folder = Path(f"checkpoints/decision-smollm2-pooled-{arm}")
+    card = read_card(folder)
+    loaded = shared_causal_lm(card.base_model)
+    save_pooled(folder, load_head(folder, loaded.model.config.hidden_size), base=card.base_model, layer=card.layer,
+                training=card.training, body_config=loaded.model.config, tokenizer=loaded.tokenizer)
+PY

@@ -1,4 +1,4 @@
-"""Our rlcd-decision-only-v1 exports as transformers decision models (``AutoModelForDecision``).
+"""Our decision folders as transformers decision models (``AutoModelForDecision``).
 
 Importing this module registers ``LetterReadoutForDecision`` for the body types our exports use,
 so ``transformers.pipeline("decision", model=EXPORT_DIR)`` and ``transformers serve`` answer System
@@ -6,7 +6,9 @@ One requests with our prompt and letter readout: loading goes through our hash-v
 ``load_decider``, a request is tokenized by ``Decider.tokenize`` (one prompt per question, read at
 its last token, like the reference path), and the head is our ``readout``. The published layout
 stays as it is: the export's ``decision.json`` card is the "head config" transformers reads next
-to the weights. Any other folder of those body types loads as the causal LM it is, as before.
+to the weights. A pooled-readout folder (``core.decision.pooled``: ``pooled.json``, the base's
+config and tokenizer) loads as ``PooledReadoutForDecision``, whose inputs and logits are its
+decider's. Any other folder of those body types loads as the causal LM it is, as before.
 
     import core.decision.auto_model  # registers
     transformers.pipeline("decision", model="checkpoints/decision-rlcd")(request)
@@ -24,7 +26,7 @@ from transformers.decision.modeling_utils import DecisionMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
 from transformers.utils import cached_file
 
-from core.decision import system_one
+from core.decision import pooled, system_one
 from core.decision.export import adapter
 from core.decision.export.published import CARD_FILE, FORMAT, load_decider
 from core.decision.readout import readout
@@ -53,19 +55,25 @@ def load_export(folder: str | Path):
     return adapter.load_adapter_decider(folder) if adapter.is_adapter_arm(folder) else load_decider(folder)
 
 
+def parsed_request(request: dict[str, Any] | str) -> tuple[Any, list, list]:
+    """A System One request (dict or JSON) as its state, transformers' parsed questions and our primitives."""
+    if isinstance(request, str):
+        request = json.loads(request)
+    if not isinstance(request, dict) or "questions" not in request or "state" not in request:
+        raise ValueError('A request is {"state": ..., "questions": {name: question, ...}}, as a dict or its JSON.')
+    if request.get("assets"):
+        raise ValueError("Images need a model whose processor handles them.")
+    parsed = system_one.parse(request["questions"])
+    return request["state"], parsed, [system_one.from_parsed(q).primitive for q in parsed]
+
+
 class LetterDecisionConfig(DecisionConfig):
     """transformers' decision config whose inputs are our prompt, tokenized by our Decider."""
 
     def prepare_inputs(self, request: dict[str, Any] | str, processor) -> list[tuple[dict, list]]:
         """One prompt per question: the Decider's prefix + that question's suffix, read at the end."""
-        if isinstance(request, str):
-            request = json.loads(request)
-        if not isinstance(request, dict) or "questions" not in request or "state" not in request:
-            raise ValueError('A request is {"state": ..., "questions": {name: question, ...}}, as a dict or its JSON.')
-        if request.get("assets"):
-            raise ValueError("Images need a model whose processor handles them.")
-        parsed = system_one.parse(request["questions"])
-        req = self._decider.tokenize(request["state"], [system_one.from_parsed(q).primitive for q in parsed])
+        state, parsed, primitives = parsed_request(request)
+        req = self._decider.tokenize(state, primitives)
         prompts = []
         for q, suffix in zip(parsed, req.suffixes):
             ids = torch.tensor([req.prefix + suffix])
@@ -92,18 +100,18 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, config=None, **kwargs):
-        """Our export through ``load_decider``; any other folder as its causal LM."""
+        """Our export through ``load_decider``; a pooled-readout folder as ``PooledReadoutForDecision``
+        (one class is registered per body type, so this one dispatches); any other folder as its causal LM."""
         hub = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "revision", "token") if k in kwargs}
+        name = str(pretrained_model_name_or_path)
+        if (pooled_card := cached_file(name, pooled.CARD_FILE, _raise_exceptions_for_missing_entries=False, **hub)):
+            decider = pooled.load_pooled(Path(pooled_card).parent)
+            return _as_decision_model(PooledReadoutForDecision, decider, decider.reader.lower.config,
+                                      PooledDecisionConfig(), name)
         if read_export_card(pretrained_model_name_or_path, **hub) is None:
             return causal_lm(pretrained_model_name_or_path, *args, config=config, **kwargs)
-        folder = Path(cached_file(str(pretrained_model_name_or_path), CARD_FILE, **hub)).parent
-        decider = load_export(folder)
-        model = cls(copy.deepcopy(decider.body.config), decider).eval()
-        decision_config = LetterDecisionConfig()
-        decision_config._decider = decider  # read by prepare_inputs; not a saved setting
-        model.decision_config = decision_config
-        model.name_or_path = model.config.name_or_path = str(pretrained_model_name_or_path)
-        return model
+        decider = load_export(Path(cached_file(name, CARD_FILE, **hub)).parent)
+        return _as_decision_model(cls, decider, decider.body.config, LetterDecisionConfig(), name)
 
     def forward(self, input_ids, marks, num_options, question_type_ids=None, **kwargs) -> torch.Tensor:
         """Option logits of every question of one prompt, concatenated (``decide`` splits them)."""
@@ -111,6 +119,49 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         n = num_options[0].tolist()
         logits = readout(hidden[marks[0] - 1], self.letter_rows, n)
         return torch.cat([logits[i, :k] for i, k in enumerate(n)])
+
+
+class PooledDecisionConfig(DecisionConfig):
+    """transformers' decision config of a pooled readout: one input per request, the state's ids (read
+    once, shared by every question) with each option's states, read by the decider (and kept)."""
+
+    def prepare_inputs(self, request: dict[str, Any] | str, processor) -> list[tuple[dict, list]]:
+        state, parsed, primitives = parsed_request(request)
+        ids = self._decider.state_ids(state, primitives)
+        options, mask = self._decider.option_states(primitives)
+        inputs = {"input_ids": torch.tensor([ids]), "marks": torch.tensor([len(ids)]), "options": options,
+                  "option_mask": mask}
+        return [(inputs, parsed)]
+
+
+class PooledReadoutForDecision(DecisionMixin, PreTrainedModel):
+    """``core.decision.pooled``'s decider as a decision model: its head's option logits for one state."""
+
+    config_class = LlamaConfig
+    base_model_prefix = "model"
+    _supports_sdpa = _supports_flash_attn = _supports_flex_attn = True  # the frozen base's own attention runs
+
+    def __init__(self, config, decider=None):
+        super().__init__(config)
+        self.model, self.head = torch.nn.Identity(), torch.nn.Identity()
+        self.post_init()
+        if decider is not None:  # after post_init, whose initialisation must never reach the loaded base or head
+            self.model, self.head = decider.reader.lower, decider.head
+        self.decider = decider
+
+    def forward(self, input_ids, marks, num_options, options, option_mask, question_type_ids=None, **kwargs):
+        """Every question's option logits, concatenated (``decide`` splits them)."""
+        logits = self.decider.logits(input_ids[0].tolist(), options, option_mask)
+        return torch.cat([logits[i, :k] for i, k in enumerate(num_options[0].tolist())])
+
+
+def _as_decision_model(cls, decider, body_config, decision_config: DecisionConfig, name: str):
+    """``cls`` over ``decider`` (a copy of its body's config), with the decision config its inputs come from."""
+    model = cls(copy.deepcopy(body_config), decider).eval()
+    decision_config._decider = decider  # read by prepare_inputs; not a saved setting
+    model.decision_config = decision_config
+    model.name_or_path = model.config.name_or_path = name
+    return model
 
 
 def register() -> None:

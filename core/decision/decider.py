@@ -24,7 +24,8 @@ from transformers import DynamicCache
 from core.decision import system_one
 from core.decision.cost import CostModel, Shape
 from core.decision.model import LETTER_DESIGN, MAX_P_SOURCE, RequestTooLong
-from core.decision.prompt import check_seam, encode, encode_prefix, letter_token_ids, render_prefix, render_suffix
+from core.decision.prompt import (check_seam, encode, encode_prefix, letter_token_ids, longest_token, render_prefix,
+                                 render_suffix)
 from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
 
@@ -106,8 +107,7 @@ class Decider:
 
     @cached_property
     def max_token_chars(self) -> int:
-        """Characters in the tokenizer's longest token: no token covers more of a text."""
-        return max(map(len, self.tokenizer.get_vocab()), default=1)
+        return longest_token(self.tokenizer)
 
     @classmethod
     def from_causal_lm(cls, model, tokenizer, **kwargs) -> "Decider":

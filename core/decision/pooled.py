@@ -12,9 +12,10 @@ loss is convex in ``M`` and ``w``, fitted by full-batch L-BFGS):
 state: every question shares it); ``z_o`` the same over the option's own tokens in ``"Question: <q>\\nAnswer:
 <option>"`` (no state), less the mean over the question's options (what they share adds the same logit to
 each; centred, their differences are what the scale is fitted to). The softmax covers the question's
-options. A folder holds the head (``pooled_head.safetensors``) and ``pooled.json`` (format
-``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, the head's sha256, the
-training record); the base comes from its package and is never copied.
+options. A folder holds the head (``pooled_head.safetensors``), the base's ``config.json`` and tokenizer
+(so ``transformers serve`` can host it: ``core.decision.auto_model``) and ``pooled.json`` (format
+``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, every file's sha256, the
+training record); the base's weights come from its package and are never copied.
 
     decider = open_model("checkpoints/decision-smollm2-pooled-rlcd")
     decider.score("My card was charged twice.", {"team": {"type": "choice", "instructions": "Which team?",
@@ -22,6 +23,7 @@ training record); the base comes from its package and is never copied.
 """
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -30,7 +32,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from safetensors.torch import save_file
 
 from core.decision import system_one
-from core.decision.prompt import encode, encode_prefix, render_prefix
+from core.decision.decider import Limits, unfittable
+from core.decision.model import RequestTooLong
+from core.decision.prompt import encode, encode_prefix, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
 from core.models.entries import POOLED_DESIGN
 
@@ -39,7 +43,10 @@ CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
 ANSWER_CUE = "\nAnswer:"
 OPTION_TEMPLATE = "Question: {question}" + ANSWER_CUE + " {option}"
 """What an option's features are read from: its own tokens after the question, without the state."""
-MAX_STATE_TOKENS = 4096
+LIMITS = Limits(max_state_tokens=4096, max_suffix_tokens=448)
+"""A state's tokens, and one option's read with its question (``OPTION_TEMPLATE``); over them a request is refused."""
+OPTION_CACHE = 4096
+"""Option states kept between requests (least recently used dropped): a visitor's new options cannot grow memory."""
 
 
 class PooledModelError(ValueError):
@@ -130,9 +137,13 @@ class PooledReader:
 
     def options(self, pairs: Sequence[tuple[str, str]]) -> torch.Tensor:
         """Mean states of each option's own tokens, read after its question (``OPTION_TEMPLATE``)."""
-        texts = [OPTION_TEMPLATE.format(question=q.strip(), option=o.strip()) for q, o in pairs]
+        texts = [option_text(q, o) for q, o in pairs]
         heads = [len(encode(self.tokenizer, t[: t.rindex(ANSWER_CUE) + len(ANSWER_CUE)])) for t in texts]
         return self.mean_states([encode(self.tokenizer, t) for t in texts], heads)
+
+
+def option_text(question: str, option: str) -> str:
+    return OPTION_TEMPLATE.format(question=question.strip(), option=option.strip())
 
 
 def option_tensor(questions: Sequence[Question], option_states: Mapping[tuple[str, str], torch.Tensor],
@@ -149,17 +160,20 @@ def option_tensor(questions: Sequence[Question], option_states: Mapping[tuple[st
 # ---- the folder
 
 
-def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: int, training: dict) -> Path:
-    """Write the head and the hashed card (the base by location and sha256)."""
-    from core.decision.export.adapter import base_weights
+def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: int, training: dict,
+                body_config, tokenizer) -> Path:
+    """Write the head, the base's config and tokenizer (what ``transformers serve`` reads to pick the body
+    type and tokenize) and the card hashing them all (the base by location and sha256)."""
+    from core.decision.export.adapter import base_weights, write_base_files
     from core.decision.export.published import sha256_file
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: t.detach().float().contiguous().clone() for k, t in head.state_dict().items()}, str(out / HEAD_FILE),
               metadata={"format": "pt"})
+    files = [HEAD_FILE] + write_base_files(out, body_config, tokenizer)
     card = PooledCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)), layer=layer,
-                      sha256={HEAD_FILE: sha256_file(out / HEAD_FILE)}, training=training)
+                      sha256={n: sha256_file(out / n) for n in files}, training=training)
     (out / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
     return out
 
@@ -214,38 +228,66 @@ class PooledDecider(system_one.SystemOneModel):
     def __init__(self, reader: PooledReader, head: PooledHead, name: str = "", card: PooledCard | None = None):
         self.reader, self.head, self.name, self.card = reader, head, name, card
         self.tokenizer = reader.tokenizer
-        self._options: dict[tuple[str, str], torch.Tensor] = {}
+        self.token_chars = longest_token(self.tokenizer)
+        self._options: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
+        """``{"state" | qid: reason}`` for each part of a System One request over the limits (empty: it fits)."""
         try:
-            self._state_ids(state)
+            return self._checked(state, [q.primitive for q in system_one.questions(questions)])[1]
         except QuestionError as err:
             return {"state": str(err)}
-        return {}
 
-    def _state_ids(self, state: Any) -> list[int]:
-        """The state's prefix ids, refused (never cut) above ``MAX_STATE_TOKENS``."""
-        ids = self.reader.state_ids(render_state(state))
-        if len(ids) > MAX_STATE_TOKENS:
-            raise QuestionError(f"state is {len(ids)} tokens; the pooled readout reads at most {MAX_STATE_TOKENS} "
-                                "(nothing is cut)")
+    def state_ids(self, state: Any, questions: Sequence[Question]) -> list[int]:
+        """The state's prefix ids; a request with a part over the limits is refused naming each (nothing is cut)."""
+        ids, errors = self._checked(state, questions)
+        if errors:
+            raise RequestTooLong("request too long: " + "; ".join(errors.values()) + ".")
         return ids
 
-    def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
-        """Each question's option probabilities, in declared order (option states cached across calls)."""
-        new = sorted({(q.text, o) for q in questions for o in q.options} - set(self._options))
-        if new:
+    def _checked(self, state: Any, questions: Sequence[Question]) -> tuple[list[int], dict[str, str]]:
+        """The state's ids and the parts over ``LIMITS``: a part no tokenization can fit is refused untokenized."""
+        text = render_state(state)
+        if far := unfittable(text.strip(), questions, LIMITS, self.token_chars):
+            raise far
+        ids, errors = self.reader.state_ids(text), {}
+        if len(ids) > LIMITS.max_state_tokens:
+            errors["state"] = f"the state is {len(ids)} tokens; the pooled readout reads at most {LIMITS.max_state_tokens}"
+        for i, q in enumerate(questions):
+            longest = max(len(encode(self.tokenizer, option_text(q.text, o))) for o in q.options)
+            if longest > LIMITS.max_suffix_tokens:
+                errors[str(q.qid if q.qid is not None else i)] = (
+                    f"question {q.qid or i!r} has an option read as {longest} tokens with its question; "
+                    f"the pooled readout reads at most {LIMITS.max_suffix_tokens}")
+        return ids, errors
+
+    def option_states(self, questions: Sequence[Question]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Options [Q, K, H] and mask [Q, K] of ``questions`` (each option's states read once, then kept)."""
+        wanted = {(q.text, o) for q in questions for o in q.options}
+        if new := sorted(wanted - set(self._options)):
             self._options.update(zip(new, self.reader.options(new)))
+        for key in wanted:  # most recently used last; the oldest go past OPTION_CACHE
+            self._options.move_to_end(key)
+        while len(self._options) > max(OPTION_CACHE, len(wanted)):
+            self._options.popitem(last=False)
+        return option_tensor(questions, self._options, self.head.w.shape[0])
+
+    def logits(self, state_ids: list[int], options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """[Q, K] option logits of one state (read once, shared by its questions); -inf where ``mask`` is False."""
         states = self.reader.mean_states([state_ids], [self.reader.header])
-        opts, mask = option_tensor(questions, self._options, states.shape[-1])
         with torch.no_grad():
-            probs = torch.softmax(self.head(states.expand(len(questions), -1), opts, mask), -1)
+            return self.head(states.expand(len(options), -1), options, mask)
+
+    def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
+        """Each question's option probabilities, in declared order."""
+        probs = torch.softmax(self.logits(state_ids, *self.option_states(questions)), -1)
         return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)]
 
     def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
-        ids = self._state_ids(state)
         asked = system_one.questions(specs)
-        probs = self.probabilities(ids, [q.primitive for q in asked])
+        primitives = [q.primitive for q in asked]
+        ids = self.state_ids(state, primitives)
+        probs = self.probabilities(ids, primitives)
         return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(ids)
 
 

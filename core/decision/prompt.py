@@ -91,6 +91,12 @@ def check_seam(tokenizer, prefix: str, suffix: str) -> tuple[list[int], list[int
     return p, s
 
 
+def longest_token(tokenizer) -> int:
+    """Characters in the tokenizer's longest token: no token covers more of a text (so a text of n
+    characters is at least n / this many tokens, known without tokenizing)."""
+    return max(map(len, tokenizer.get_vocab()), default=1)
+
+
 def letter_token_ids(tokenizer) -> list[int]:
     """The ids of " A" .. " Z"; refuses a tokenizer where any of them is not a single token."""
     ids = []

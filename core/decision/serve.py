@@ -2,8 +2,8 @@
 
 ``python -m core.decision.serve checkpoints/decision-rlcd --host 127.0.0.1 --port 8000`` runs
 ``transformers serve`` (its FastAPI app, model manager and System One handler) with the export as
-the forced model; ``core.decision.auto_model`` makes it load as our letter readout, so answers equal
-the local Decider's. Needs transformers' serving extra (fastapi, uvicorn, openai; requirements.txt).
+the forced model; ``core.decision.auto_model`` makes it load as our letter readout (or a pooled
+readout, ``checkpoints/decision-smollm2-pooled-rlcd``), so answers equal the local decider's. Needs transformers' serving extra (fastapi, uvicorn, openai; requirements.txt).
 A request body over ``--max-body-bytes`` is answered 413 before it is parsed, and a state or
 question that cannot fit the token limits is refused (400) before it is tokenized
 (``core.decision.decider.unfittable``), so a huge request costs neither memory nor minutes.
@@ -85,12 +85,16 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_
         raise SystemExit("transformers' serving extra is missing: pip install fastapi uvicorn openai "
                          "(pinned in requirements.txt)")
     import core.decision.auto_model  # noqa: F401  (registers our exports as decision models)
-    from core.decision.auto_model import read_export_card
+    from core.decision import pooled
+    from core.decision.auto_model import FORMATS, read_export_card
 
     folder = Path(directory).expanduser().resolve()
-    if not folder.is_dir() or read_export_card(folder) is None:
-        raise SystemExit(f"{directory} is not one of our decision exports (no decision.json card of the formats "
-                         "rlcd-decision-only-v1 or clarifylab-decision-adapter-v1)")
+    if not folder.is_dir() or (read_export_card(folder) is None and not (folder / pooled.CARD_FILE).is_file()):
+        raise SystemExit(f"{directory} is not one of our decision folders (no decision.json card of the formats "
+                         f"{' or '.join(FORMATS)}, nor a pooled readout's {pooled.CARD_FILE})")
+    if (folder / pooled.CARD_FILE).is_file() and not (folder / "config.json").is_file():
+        raise SystemExit(f"{directory} is a pooled readout saved without its base's config.json and tokenizer, which "
+                         "transformers serve reads: save it again with core.decision.pooled.save_pooled")
     if max_body_bytes < 1024:
         raise SystemExit(f"--max-body-bytes must be >= 1024, got {max_body_bytes}")
     from transformers.cli.serve import Serve
@@ -101,7 +105,7 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m core.decision.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("directory", help="an rlcd-decision-only-v1 export folder")
+    parser.add_argument("directory", help="a decision export (letter readout, adapter arm) or pooled-readout folder")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="listen port (default 8000)")
     parser.add_argument("--log-level", default="warning", help="transformers' log level")

@@ -66,6 +66,15 @@ def base_weights(base: str) -> Path:
     return path
 
 
+def write_base_files(out: Path, config, tokenizer) -> list[str]:
+    """The base's ``config.json`` (so transformers picks the body type: its pipeline, ``transformers serve``)
+    and the tokenizer read with, written into ``out``; the names written, for the card's hashes."""
+    tokenizer.save_pretrained(out)
+    portable_tokenizer_config(out / "tokenizer_config.json")
+    config.to_json_file(out / "config.json")
+    return ["config.json"] + [n for n in TOKENIZER_FILES if (out / n).is_file()]
+
+
 def export_adapter_arm(directory: str | Path, model, rows: torch.Tensor, tokenizer, *, base: str,
                        layers: list[int], training: dict) -> Path:
     """Write the adapter of a peft ``model``, the letter rows, the tokenizer and the hashed card."""
@@ -76,10 +85,7 @@ def export_adapter_arm(directory: str | Path, model, rows: torch.Tensor, tokeniz
     config["base_model_name_or_path"] = base
     (out / ADAPTER_CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_file({"weight": rows.detach().float().contiguous().clone()}, str(out / HEAD_FILE), metadata={"format": "pt"})
-    tokenizer.save_pretrained(out)
-    portable_tokenizer_config(out / "tokenizer_config.json")
-    model.config.to_json_file(out / "config.json")  # the base's; lets transformers' pipeline pick the class
-    files = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE, "config.json"] + [n for n in TOKENIZER_FILES if (out / n).is_file()]
+    files = [ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE] + write_base_files(out, model.config, tokenizer)
     card = AdapterCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)),
                        letter_ids=letter_token_ids(tokenizer), prepend_bos=False, layers=list(layers),
                        sha256={n: sha256_file(out / n) for n in files}, training=training)

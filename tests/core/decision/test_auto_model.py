@@ -1,4 +1,4 @@
-"""Our exports in transformers' own pipeline: pipeline("decision", model=EXPORT) equals our Decider."""
+"""Our exports in transformers' own pipeline: pipeline("decision", model=EXPORT) equals our Decider (letter and pooled)."""
 
 import pytest
 import torch
@@ -6,8 +6,10 @@ from transformers import pipeline
 
 import core.decision.auto_model  # noqa: F401  (registers our exports as decision models)
 from core.decision import system_one
-from core.decision.auto_model import LetterReadoutForDecision
+from core.decision.auto_model import LetterReadoutForDecision, PooledReadoutForDecision
 from core.decision.export.published import load_decider
+from core.decision.pooled import PooledHead, load_pooled
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama, save_tiny_pooled
 from tests.fixtures.tiny_chat import build_tiny_chat
 from tests.fixtures.tiny_decision import export_tiny
 
@@ -32,13 +34,39 @@ def export_dir(tmp_path_factory):
 def test_pipeline_answers_with_our_deciders_probabilities(export_dir, request_):
     pipe = pipeline("decision", model=str(export_dir))
     assert isinstance(pipe.model, LetterReadoutForDecision)
-    theirs, ours = pipe(request_), load_decider(export_dir).score(request_)["answers"]
+    _same_answers(pipe(request_), load_decider(export_dir).score(request_)["answers"])
+
+
+def _same_answers(theirs: dict, ours: dict) -> None:
     assert list(theirs) == list(ours)
     for name, answer in theirs.items():
         assert system_one.probabilities_of(answer) == pytest.approx(system_one.probabilities_of(ours[name]), abs=1e-5)
         for key, value in answer.items():  # every System One field, the same definitions
             assert ours[name][key] == (value if isinstance(value, (str, dict)) and key != "probabilities"
                                        else pytest.approx(value, abs=1e-5)), key
+
+
+@pytest.fixture(scope="module")
+def pooled_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pooled")
+    torch.manual_seed(0)
+    head = PooledHead(32)
+    with torch.no_grad():
+        head.m.normal_(), head.w.normal_()
+    return save_tiny_pooled(root / "arm", build_tiny_llama(root / "base"), head)
+
+
+@pytest.mark.parametrize("request_", REQUESTS)
+def test_pipeline_answers_with_the_pooled_deciders_probabilities(pooled_dir, request_):
+    pipe = pipeline("decision", model=str(pooled_dir))
+    assert isinstance(pipe.model, PooledReadoutForDecision)
+    _same_answers(pipe(request_), load_pooled(pooled_dir).score(request_)["answers"])
+
+
+def test_a_pooled_request_over_its_limits_is_refused_naming_the_part(pooled_dir):
+    pipe = pipeline("decision", model=str(pooled_dir))
+    with pytest.raises(ValueError, match="the state is [0-9]+ tokens; the pooled readout reads at most 4096"):
+        pipe({"state": "word " * 5000, "questions": {"page": {"type": "noul", "instructions": "Page now?"}}})
 
 
 def test_other_folders_of_the_same_body_type_still_load_as_causal_lms(tmp_path):

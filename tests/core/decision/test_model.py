@@ -19,11 +19,11 @@ from core.decision.model import (
     run_models,
 )
 from core.decision.option.decider import OptionDecider
-from core.decision.pooled import PooledHead, save_pooled
+from core.decision.pooled import PooledHead
 from core.decision.option.model import OptionModel
 from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
-from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm, save_tiny_pooled
 from tests.fixtures.tiny_chat import build_tiny_chat
 from tests.fixtures.tiny_decision import export_tiny
 
@@ -36,7 +36,7 @@ def kinds(tmp_path_factory, letter_tok) -> dict:
     root = tmp_path_factory.mktemp("kinds")
     body = random_body(len(letter_tok), seed=3, hidden=32, layers=2, heads=4, kv_heads=2, head_dim=8)
     base = build_tiny_llama(root / "base")
-    pooled = save_pooled(root / "pooled", PooledHead(32), base=str(base), layer=2, training={})
+    pooled = save_tiny_pooled(root / "pooled", base, PooledHead(32))
     return {
         LETTER_DESIGN: load_model(LETTER_DESIGN, export_tiny(root / "letter"), "tiny-letter"),
         ADAPTER_DESIGN: load_model(ADAPTER_DESIGN, export_tiny_arm(root / "arm", base), "tiny-arm"),

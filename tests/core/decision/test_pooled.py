@@ -11,7 +11,7 @@ from core.decision import pooled as P
 from core.decision.prompt import encode, encode_prefix, render_prefix
 from core.decision.random_model import body_config
 from core.models.layers import first_layers
-from tests.fixtures.tiny_adapter_arm import build_tiny_llama
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama, save_tiny_pooled
 
 QS = [Choice("Which team?", ["billing", "security", "infra"]), Score("How urgent?", ["low", "mid", "high"]),
       Noul("Page now?")]
@@ -108,17 +108,43 @@ def test_decider_answers_are_the_heads_softmax(lm, letter_tok):
 
 def test_decider_limits_name_what_is_wrong(lm, letter_tok, monkeypatch):
     decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
-    monkeypatch.setattr(P, "MAX_STATE_TOKENS", 5)
-    assert "at most 5" in decider.limit_errors(STATE, {})["state"]
+    monkeypatch.setattr(P, "LIMITS", P.Limits(max_state_tokens=5, max_suffix_tokens=448))
+    page = {"page": {"type": "noul", "instructions": "Page now?"}}
+    assert "at most 5" in decider.limit_errors(STATE, page)["state"]
     with pytest.raises(ValueError, match="at most 5"):
         decider.decide(STATE, QS)
-    assert "empty" in decider.limit_errors("  ", {})["state"]
+    assert "empty" in decider.limit_errors("  ", page)["state"]
+    monkeypatch.setattr(P, "LIMITS", P.Limits(max_state_tokens=4096, max_suffix_tokens=12))
+    long = {"team": {"type": "choice", "instructions": "Which team?",
+                     "criteria": {"billing": "", "security": "the security desk " * 4}}}
+    assert "question 'team' has an option read as" in decider.limit_errors(STATE, long)["team"]
+    with pytest.raises(ValueError, match="at most 12"):
+        decider.score(STATE, long)
+
+
+def test_a_state_no_tokenization_fits_is_refused_untokenized(lm, letter_tok, monkeypatch):
+    decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
+    monkeypatch.setattr(decider.reader, "state_ids", lambda text: pytest.fail("tokenized a hopeless state"))
+    with pytest.raises(ValueError, match="more than 4096 tokens can hold"):
+        decider.decide("x" * (4096 * decider.token_chars + 70_000), QS)
+
+
+def test_the_option_cache_keeps_the_most_recent(lm, letter_tok, monkeypatch):
+    decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
+    monkeypatch.setattr(P, "OPTION_CACHE", 3)
+    first = decider.decide(STATE, QS)
+    for i in range(4):
+        decider.decide(STATE, [Choice("Which team?", [f"team {i}", f"desk {i}"])])
+    assert len(decider._options) == 3 and ("Which team?", "desk 3") in decider._options
+    again = decider.decide(STATE, QS)  # read afresh after being dropped: the same answers
+    for a, b in zip(first, again):
+        assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-6)
 
 
 @pytest.fixture
 def saved(tmp_path):
     base = build_tiny_llama(tmp_path / "base")  # a Llama like SmolLM2, with a chat template as the loader wants
-    folder = P.save_pooled(tmp_path / "arm", _head(), base=str(base), layer=2, training={"arm": "test"})
+    folder = save_tiny_pooled(tmp_path / "arm", base, _head(), training={"arm": "test"})
     return folder, base
 
 

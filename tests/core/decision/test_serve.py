@@ -1,4 +1,4 @@
-"""``python -m core.decision.serve`` (transformers' serving machinery) answers as our local Decider."""
+"""``python -m core.decision.serve`` (transformers' serving machinery) answers as our local deciders (letter, pooled)."""
 
 import time
 from pathlib import Path
@@ -9,7 +9,10 @@ import torch
 from core.decision import system_one
 from core.decision.endpoint import EndpointError, SystemOneEndpoint
 from core.decision.export.published import load_decider
+from core.decision.pooled import PooledHead, load_pooled
+from core.decision.serve import serve
 from tests.fixtures.served_export import served, served_process
+from tests.fixtures.tiny_adapter_arm import build_tiny_llama, save_tiny_pooled
 from tests.fixtures.tiny_decision import export_tiny
 
 REQUEST = {"state": {"ticket": "Card charged twice, refund missing.", "customer": "Zoë"}, "questions": {
@@ -31,15 +34,44 @@ def test_served_export_answers_with_the_local_deciders_probabilities(tmp_path):
         remote = SystemOneEndpoint(url, timeout=60).score(REQUEST)
         with pytest.raises(EndpointError, match="HTTP 422.*Question 'bad'"):  # the server's own validation
             SystemOneEndpoint(url, timeout=60).post({"state": "s", "questions": {"bad": {"type": "rank"}}})
+    _same_answers(remote, local)
+    # the server tokenizes one prompt per question, so the prefix counts once per question there
+    n = len(REQUEST["questions"])
+    assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"] + (n - 1) * local["usage"]["prefix_tokens"]
+
+
+def _same_answers(remote: dict, local: dict) -> None:
     assert list(remote["answers"]) == list(REQUEST["questions"])
     for name, ans in remote["answers"].items():
         assert system_one.probabilities_of(ans) == pytest.approx(system_one.probabilities_of(local["answers"][name]),
                                                                  abs=1e-5)
         if "confidence" in ans:
             assert ans["confidence"] == pytest.approx(local["answers"][name]["confidence"], abs=1e-5)
-    # the server tokenizes one prompt per question, so the prefix counts once per question there
-    n = len(REQUEST["questions"])
-    assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"] + (n - 1) * local["usage"]["prefix_tokens"]
+
+
+@pytest.mark.slow
+def test_a_served_pooled_readout_answers_with_the_local_deciders_probabilities(tmp_path):
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    head = PooledHead(32)
+    with torch.no_grad():
+        head.m.normal_(), head.w.normal_()
+    folder = save_tiny_pooled(tmp_path / "pooled", build_tiny_llama(tmp_path / "base"), head)
+    local = load_pooled(folder).score(REQUEST)
+    with served(folder) as url:
+        remote = SystemOneEndpoint(url, timeout=60).score(REQUEST)
+        with pytest.raises(EndpointError, match="HTTP 400.*the state is [0-9]+ tokens; the pooled readout reads at most"):
+            SystemOneEndpoint(url, timeout=60).score({**REQUEST, "state": "word " * 5000})
+    _same_answers(remote, local)
+    assert remote["usage"]["input_tokens"] == local["usage"]["input_tokens"]  # one input per request: the state
+
+
+def test_serve_refuses_a_folder_it_cannot_host(tmp_path):
+    with pytest.raises(SystemExit, match="not one of our decision folders"):
+        serve(tmp_path)
+    (tmp_path / "pooled.json").write_text("{}")
+    with pytest.raises(SystemExit, match="without its base's config.json"):
+        serve(tmp_path)
 
 
 def _rss_bytes(pid: int) -> int:
