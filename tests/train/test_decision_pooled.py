@@ -3,8 +3,6 @@ features, export folders that load (hash-checked) and answer as the evaluation r
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,24 +12,11 @@ import torch
 from core.decision.pooled import PooledHead, load_pooled
 from core.decision.questions import Choice
 from core.decision.training import Judge
-from tests.fixtures.tiny_adapter_arm import build_tiny_llama
 from train import decision_pooled as dp
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory) -> tuple[Path, Path, Path]:
-    from train.decision_natural_data import NaturalDataConfig, main as build
-
-    root = tmp_path_factory.mktemp("pooled")
-    build(NaturalDataConfig(out=root / "natural", tickets={"train": 30, "val": 6, "test": 6}, seed=0))
-    subprocess.run([sys.executable, "-m", "train.decision_data", "--out", str(root / "synthetic"), "--format", "2",
-                    "--warmup", "2", "--rl", "2", "--val", "2", "--test", "4", "--cued-format", "0", "--cued-warmup", "0",
-                    "--cued-rl", "0", "--probe-per-kind", "3"], check=True, capture_output=True)
-    return build_tiny_llama(root / "base"), root / "natural", root / "synthetic"
-
-
-def test_train_evaluate_export_and_load(data, tmp_path):
-    base, natural, synthetic = data
+def test_train_evaluate_export_and_load(pooled_data, tmp_path):
+    base, natural, synthetic = pooled_data
     config = dp.PooledConfig(out=str(tmp_path / "run"), base=str(base), natural=str(natural), synthetic=str(synthetic),
                              synthetic_rows=6, eval_synthetic_rows=6, probe_rows=6, layer=2, warmup_steps=3,
                              rl_steps=2, batch=8, threads=1, resamples=20, json=str(tmp_path / "eval.json"))
