@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import LlamaConfig, PreTrainedModel, Qwen3Config
+from transformers import AutoConfig, LlamaConfig, PreTrainedModel, Qwen3Config
 from transformers.decision import DecisionConfig
 from transformers.decision.modeling_utils import DecisionMixin
+from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING
 from transformers.utils import cached_file
 
@@ -48,6 +49,15 @@ def read_export_card(path: str | Path, **hub_kwargs) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return card if isinstance(card, dict) and card.get("format") in FORMATS else None
+
+
+def _hub_kwargs(kwargs: dict) -> dict:
+    return {k: kwargs[k] for k in ("cache_dir", "local_files_only", "revision", "token") if k in kwargs}
+
+
+def _pooled_card(path: str, **hub_kwargs) -> str | None:
+    """The pooled readout's card file when ``path`` is a pooled-readout folder, else None."""
+    return cached_file(path, pooled.CARD_FILE, _raise_exceptions_for_missing_entries=False, **hub_kwargs)
 
 
 def load_export(folder: str | Path):
@@ -99,12 +109,20 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         self.decider = decider
 
     @classmethod
+    def checkpoint_config(cls, pretrained_model_name_or_path, **kwargs):
+        """(body config, decision config) for our folders, (None, None) for any other: how ``transformers serve``
+        (5.25 on) tells which registered decision model a checkpoint is for."""
+        hub, name = _hub_kwargs(kwargs), str(pretrained_model_name_or_path)
+        if read_export_card(name, **hub) is None and _pooled_card(name, **hub) is None:
+            return None, None
+        return AutoConfig.from_pretrained(name, **hub), DecisionConfig()
+
+    @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, config=None, **kwargs):
         """Our export through ``load_decider``; a pooled-readout folder as ``PooledReadoutForDecision``
         (one class is registered per body type, so this one dispatches); any other folder as its causal LM."""
-        hub = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "revision", "token") if k in kwargs}
-        name = str(pretrained_model_name_or_path)
-        if (pooled_card := cached_file(name, pooled.CARD_FILE, _raise_exceptions_for_missing_entries=False, **hub)):
+        hub, name = _hub_kwargs(kwargs), str(pretrained_model_name_or_path)
+        if (pooled_card := _pooled_card(name, **hub)) is not None:
             decider = pooled.load_pooled(Path(pooled_card).parent)
             return _as_decision_model(PooledReadoutForDecision, decider, decider.reader.lower.config,
                                       PooledDecisionConfig(), name)
@@ -113,12 +131,12 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         decider = load_export(Path(cached_file(name, CARD_FILE, **hub)).parent)
         return _as_decision_model(cls, decider, decider.body.config, LetterDecisionConfig(), name)
 
-    def forward(self, input_ids, marks, num_options, question_type_ids=None, **kwargs) -> torch.Tensor:
+    def forward(self, input_ids, marks, num_options, question_type_ids=None, return_dict=None, **kwargs):
         """Option logits of every question of one prompt, concatenated (``decide`` splits them)."""
         hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state[0]
         n = num_options[0].tolist()
         logits = readout(hidden[marks[0] - 1], self.letter_rows, n)
-        return torch.cat([logits[i, :k] for i, k in enumerate(n)])
+        return option_scores(torch.cat([logits[i, :k] for i, k in enumerate(n)]), return_dict)
 
 
 class PooledDecisionConfig(DecisionConfig):
@@ -149,10 +167,17 @@ class PooledReadoutForDecision(DecisionMixin, PreTrainedModel):
             self.model, self.head = decider.reader.lower, decider.head
         self.decider = decider
 
-    def forward(self, input_ids, marks, num_options, options, option_mask, question_type_ids=None, **kwargs):
+    def forward(self, input_ids, marks, num_options, options, option_mask, question_type_ids=None, return_dict=None,
+                **kwargs):
         """Every question's option logits, concatenated (``decide`` splits them)."""
         logits = self.decider.logits(input_ids[0].tolist(), options, option_mask)
-        return torch.cat([logits[i, :k] for i, k in enumerate(num_options[0].tolist())])
+        return option_scores(torch.cat([logits[i, :k] for i, k in enumerate(num_options[0].tolist())]), return_dict)
+
+
+def option_scores(logits: torch.Tensor, return_dict: bool | None):
+    """What ``decide`` reads: transformers >= 5.25 asks for ``return_dict`` and reads ``.logits``; 5.24 and
+    earlier split the tensor itself."""
+    return SequenceClassifierOutput(logits=logits) if return_dict else logits
 
 
 def _as_decision_model(cls, decider, body_config, decision_config: DecisionConfig, name: str):

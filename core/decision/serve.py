@@ -14,6 +14,9 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import core.decision.auto_model  # noqa: F401  registers our folders as decision models, here and in every process
+# transformers serve (5.25 on) spawns to hold the model: a spawned process imports this module, not serve()
+
 MAX_BODY_BYTES = 1 << 20
 """Default cap on one request body (1 MiB: 64 questions of 448 tokens and a full state fit many times)."""
 
@@ -84,7 +87,6 @@ def serve(directory: str | Path, host: str = "127.0.0.1", port: int = 8000, log_
     if not is_serve_available():
         raise SystemExit("transformers' serving extra is missing: pip install fastapi uvicorn openai "
                          "(pinned in requirements.txt)")
-    import core.decision.auto_model  # noqa: F401  (registers our exports as decision models)
     from core.decision import pooled
     from core.decision.auto_model import FORMATS, read_export_card
 
