@@ -19,7 +19,7 @@ from core.decision.batches import option_probs, prompt_of
 from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import ArmScores, arm_report, paired_report, score_rows
 from core.decision.export.published import load_decider
-from train.decision_run import parse_config, set_threads
+from train.decision_run import parse_config, set_threads, write_report
 
 ARMS = ("warmup", "rlcd", "rlvr", "oracle")
 PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("oracle", "rlcd"), ("rlvr", "warmup"))
@@ -70,9 +70,7 @@ def main(config: EvalConfig) -> dict:
     for a, b in PAIRS:
         if a in scores and b in scores:
             report["paired"][f"{a}-{b}"] = paired_report(scores[a], scores[b], config.resamples, config.seed)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(__import__("json").dumps(report, indent=2) + "\n")
+    write_report(config.json, report)
     if config.plots:
         from train.decision_plots import probe_bars, reliability_diagrams
         reliability_diagrams(scores, Path(config.plots) / "reliability.png")

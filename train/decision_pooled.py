@@ -29,7 +29,7 @@ from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import sets_report
 from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load_head, option_tensor, read_card, save_pooled
 from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
-from train.decision_run import evaluate_probs, optimizer_for, parse_config
+from train.decision_run import evaluate_probs, optimizer_for, parse_config, write_report
 from train.decision_smollm2 import BASE
 
 ARMS = ("warmup", "rlcd", "rlvr")
@@ -198,9 +198,7 @@ def main(config: PooledConfig) -> dict:
     heads = saved_heads(config, hidden) if config.arms else trained_heads(config, sets, t, out, log, loaded)
     report = evaluation(config, sets, t, heads)
     report["wall_s"] = round(time.time() - t0, 1)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(config.json, report)
     return report
 
 

@@ -20,7 +20,6 @@ is wrong, so AURC is 1 whatever the ranking; what matters is how confident an an
     python -m train.decision_pooled_confidence --json results/decision_smollm2_pooled_confidence.json
 """
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from core.decision.option.model import logit_stats
 from core.decision.pooled import PooledHead, PooledReader, load_head, read_card
 from core.stats import bootstrap_statistic, paired_statistic_difference
 from train import decision_pooled as dp
-from train.decision_run import parse_config
+from train.decision_run import parse_config, write_report
 
 
 FEATURES = ("max_logit", "logsumexp", "max_p", "entropy", "familiarity", "top_uncentred", "mean_uncentred")
@@ -151,9 +150,7 @@ def main(config: ConfidenceConfig) -> dict:
         both = [np.concatenate([facts["present"][i], facts["missing"][i]]) for i in range(3)]
         out[which]["both"] = report(*both, facts["present"][3] + facts["missing"][3], config)
     out["wall_s"] = round(time.time() - t0, 1)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(out, indent=2) + "\n")
+    write_report(config.json, out)
     return out
 
 

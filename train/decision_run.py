@@ -86,6 +86,13 @@ class Run:
         return out
 
 
+def write_report(path: str | Path, report: dict) -> None:
+    """An evaluation's JSON report at ``path`` (folders made); nothing when ``path`` is empty."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=2) + "\n")
+
+
 def _jsonable(v):
     return str(v) if isinstance(v, Path) else v
 

@@ -27,7 +27,7 @@ from core.decision.evaluation.scores import sets_report
 from core.decision.export.adapter import head_rows
 from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
-from train.decision_run import parse_config
+from train.decision_run import parse_config, write_report
 from train.decision_smollm2 import BASE, probs_of
 from train.split_body import SplitBody, cache_states
 
@@ -127,9 +127,7 @@ def main(config: SmolEvalConfig) -> dict:
     report = {"rows": {k: len(v) for k, v in sets.items()}, "config": {k: str(v) for k, v in vars(config).items()},
               **sets_report(sets, probs, PAIRS, config.resamples, config.seed)}
     report["wall_s"] = round(time.time() - t0, 1)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(config.json, report)
     return report
 
 

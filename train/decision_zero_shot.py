@@ -13,13 +13,12 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.reports import METRICS
 from core.decision.model import open_decider
 from core.models.cache import ModelCache, pick
-from train.decision_run import parse_config, set_threads
+from train.decision_run import parse_config, set_threads, write_report
 
 DEFAULT_MODELS = "SmolLM2-135M-Instruct,decision-rlcd,decision-warmup,decision-rlvr,decision-oracle"
 
@@ -63,9 +62,7 @@ def main(config: ZeroShotConfig) -> dict:
             "probe": {g: _interval(iv) for g, iv in probe_summary.groups.items()},
         }
         print(key, json.dumps(report["models"][key]), flush=True)
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(config.json, report)
     return report
 
 

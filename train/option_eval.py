@@ -26,7 +26,7 @@ from core.decision.export.published import load_decider
 from core.decision.option.scorer import OptionScorer
 from core.decision.questions import QUESTION_TYPES
 from core.stats import bootstrap_statistic, paired_statistic_difference
-from train.decision_run import parse_config, set_threads
+from train.decision_run import parse_config, set_threads, write_report
 from train.option_data import INSTRUCTIONS, OptionContext, read_contexts
 
 CANONICAL = {alt: q for q, alts in INSTRUCTIONS.items() for alt in alts}
@@ -213,9 +213,7 @@ def main(config: EvalConfig) -> dict:
     if config.rlcd:
         result["rlcd"] = {"model": config.rlcd, **metrics(rlcd(load_decider(config.rlcd), contexts),
                                                            config.resamples, config.seed)}
-    if config.json:
-        Path(config.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_report(config.json, result)
     return result
 
 

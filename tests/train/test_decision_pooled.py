@@ -3,7 +3,6 @@ features, export folders that load (hash-checked) and answer as the evaluation r
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
