@@ -18,7 +18,7 @@ import torch
 from transformers import DynamicCache
 
 from core.clarify.kv_cache import shared_prefix
-from core.models.layers import view
+from core.models.layers import right_padded, view
 from core.decision.readout import last_real_index, readout
 
 BODY_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -95,16 +95,6 @@ def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str, c
     """Lower-half states of every sequence, computed once and kept under ``path`` (keyed by the ids)."""
     return _stored(_cache_file(path, tag, (split.first_adapted, ids)),
                    lambda: _in_chunks(ids, chunk, split.hidden, f"cache {tag}"))
-
-
-def right_padded(rows: Sequence[torch.Tensor], dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows of ids [T_i] or states [T_i, H] stacked right-padded with zeros, and the mask [B, T]."""
-    width = max(r.shape[0] for r in rows)
-    x = torch.zeros((len(rows), width, *rows[0].shape[1:]), dtype=dtype)
-    mask = torch.zeros(len(rows), width, dtype=torch.long)
-    for i, r in enumerate(rows):
-        x[i, : r.shape[0]], mask[i, : r.shape[0]] = r, 1
-    return x, mask
 
 
 def after_prefix(cache, p: int, mask: torch.Tensor) -> dict:

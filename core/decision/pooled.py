@@ -37,6 +37,7 @@ from core.decision.model import RequestTooLong
 from core.decision.prompt import encode, encode_prefix, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
 from core.models.entries import POOLED_DESIGN
+from core.models.layers import first_layers, right_padded
 
 FORMAT = "clarifylab-pooled-readout-v1"
 CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
@@ -104,8 +105,6 @@ class PooledReader:
     """The frozen body's first ``layer`` layers, read as mean states of texts (no grad, batched)."""
 
     def __init__(self, decoder, tokenizer, layer: int):
-        from core.models.layers import first_layers
-
         self.lower, self.tokenizer, self.layer = first_layers(decoder, layer), tokenizer, layer
         self.header = len(encode(tokenizer, render_prefix("x").split("x")[0].rstrip("\n")))
         """Tokens of the prompt's header (``User: Context:``), left out of a state's mean."""
@@ -115,12 +114,7 @@ class PooledReader:
         out = []
         with torch.no_grad():
             for s in range(0, len(ids), batch):
-                chunk = [torch.tensor(one) for one in ids[s:s + batch]]
-                width = max(len(c) for c in chunk)
-                x = torch.zeros(len(chunk), width, dtype=torch.long)
-                mask = torch.zeros(len(chunk), width, dtype=torch.long)
-                for i, c in enumerate(chunk):
-                    x[i, : len(c)], mask[i, : len(c)] = c, 1
+                x, mask = right_padded([torch.tensor(one) for one in ids[s:s + batch]], torch.long)
                 hidden = self.lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state.float()
                 keep = mask.clone().float()
                 for i, k in enumerate(skip[s:s + batch]):

@@ -60,16 +60,6 @@ def test_familiarity_is_the_share_of_training_distances_beyond_the_state():
     assert at_mean.item() == 1.0 and far.item() == 0.0 and middle.item() == pytest.approx(1 - 50 / 101, abs=1e-6)
 
 
-def test_first_layers_output_is_the_next_layers_input(lm, letter_tok):
-    ids = torch.tensor([encode(letter_tok, "User: Context:\nhello there")])
-    full = lm.model(input_ids=ids, output_hidden_states=True).hidden_states
-    for n in (1, 2):  # hidden_states[3], the last, is after the final norm
-        part = first_layers(lm.model, n)(input_ids=ids).last_hidden_state
-        assert torch.allclose(part, full[n], atol=1e-5)
-    with pytest.raises(ValueError, match="no first 4"):
-        first_layers(lm.model, 4)
-
-
 def test_reader_means_are_batch_independent_and_skip_the_header(lm, letter_tok):
     reader = P.PooledReader(lm.model, letter_tok, 2)
     texts = [STATE, "short", "a much longer state " * 6]
