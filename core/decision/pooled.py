@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import torch
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from safetensors.torch import save_file
 
 from core.decision import system_one
@@ -173,27 +173,10 @@ def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: in
 
 
 def read_card(directory: Path) -> PooledCard:
-    """pooled.json validated, the head unchanged, the installed base the one it was trained on."""
-    from core.decision.export.adapter import base_weights
-    from core.decision.export.published import DecisionExportError, check_hashes, sha256_file
+    """pooled.json validated, every file it hashes unchanged, the installed base the one it was trained on."""
+    from core.decision.export.adapter import read_base_card
 
-    path = directory / CARD_FILE
-    try:
-        card = PooledCard.model_validate(json.loads(path.read_text()))
-    except (OSError, ValueError, ValidationError) as err:
-        raise PooledModelError(f"{path.name} of {directory.name} is malformed: {err}") from None
-    if card.format != FORMAT:
-        raise PooledModelError(f"{path.name}: format {card.format!r}, expected {FORMAT!r}")
-    if HEAD_FILE not in card.sha256:
-        raise PooledModelError(f"{CARD_FILE} records no sha256 for {HEAD_FILE}")
-    try:
-        check_hashes(directory, card.sha256)
-        if sha256_file(base_weights(card.base_model)) != card.base_sha256:
-            raise PooledModelError(f"the installed base {card.base_model} is not the one this head was trained on "
-                                   "(sha256 differs)")
-    except DecisionExportError as err:
-        raise PooledModelError(str(err)) from None
-    return card
+    return read_base_card(directory, CARD_FILE, PooledCard, FORMAT, (HEAD_FILE,), PooledModelError, "head")
 
 
 def load_head(directory: Path, hidden: int) -> PooledHead:

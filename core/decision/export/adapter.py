@@ -14,7 +14,7 @@ unchanged shared-prefill one.
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -56,7 +56,7 @@ def base_weights(base: str) -> Path:
 
     found = check(packaged_entry(base) or local_entry(base))
     if not found.ok:
-        raise DecisionExportError(f"the adapter's base is unavailable: {found.message}")
+        raise DecisionExportError(f"the base {base} is unavailable: {found.message}")
     path = found.path
     if path.is_dir():
         files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.gguf"))
@@ -101,24 +101,37 @@ def is_adapter_arm(directory: str | Path) -> bool:
 
 def read_adapter_card(directory: Path) -> AdapterCard:
     """decision.json validated, every hashed file present and unchanged, the base's hash equal."""
-    path = directory / CARD_FILE
-    try:
-        card = AdapterCard.model_validate(json.loads(path.read_text()))
-    except (OSError, ValueError, ValidationError) as err:
-        raise DecisionExportError(f"{path.name} of {directory.name} is malformed: {err}") from None
-    if card.format != FORMAT:
-        raise DecisionExportError(f"{path.name}: format {card.format!r}, expected {FORMAT!r}")
-    for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE):
-        if name not in card.sha256:
-            raise DecisionExportError(f"{CARD_FILE} records no sha256 for {name}")
-    check_hashes(directory, card.sha256)
+    card = read_base_card(directory, CARD_FILE, AdapterCard, FORMAT, (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE),
+                          DecisionExportError, "adapter")
     config = json.loads((directory / ADAPTER_CONFIG).read_text())
     if config.get("base_model_name_or_path") != card.base_model:
         raise DecisionExportError(f"{ADAPTER_CONFIG} names base {config.get('base_model_name_or_path')!r}, "
                                   f"{CARD_FILE} {card.base_model!r}")
-    if sha256_file(base_weights(card.base_model)) != card.base_sha256:
-        raise DecisionExportError(f"the installed base {card.base_model} is not the one this adapter was trained on "
-                                  "(sha256 differs)")
+    return card
+
+
+def read_base_card(directory: Path, card_file: str, schema: type[BaseModel], fmt: str, required: Sequence[str],
+                   error: type[Exception], what: str):
+    """The card of a folder over a real base, verified: it parses as ``schema`` and names format ``fmt``, it
+    hashes every ``required`` file, every file it hashes is present and unchanged, and the installed base is
+    the one it records (sha256). Any failure is ``error`` naming what is wrong (``what``: the folder's part)."""
+    path = directory / card_file
+    try:
+        card = schema.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError) as err:
+        raise error(f"{path.name} of {directory.name} is malformed: {err}") from None
+    if card.format != fmt:
+        raise error(f"{path.name}: format {card.format!r}, expected {fmt!r}")
+    for name in required:
+        if name not in card.sha256:
+            raise error(f"{card_file} records no sha256 for {name}")
+    try:
+        check_hashes(directory, card.sha256, card_file)
+        base_sha = sha256_file(base_weights(card.base_model))
+    except DecisionExportError as err:
+        raise error(str(err)) from None
+    if base_sha != card.base_sha256:
+        raise error(f"the installed base {card.base_model} is not the one this {what} was trained on (sha256 differs)")
     return card
 
 

@@ -233,16 +233,16 @@ def verify_files(directory: Path, card: DecisionCard, body_file: str, head_file:
                                   f"a {FORMAT} directory holds only {body_file} and {head_file}")
 
 
-def check_hashes(directory: Path, hashes: dict[str, str]) -> None:
+def check_hashes(directory: Path, hashes: dict[str, str], card_file: str = CARD_FILE) -> None:
     """Every file ``hashes`` names (plain names in ``directory``) present and unchanged."""
     for name, digest in hashes.items():
         if Path(name).name != name:
-            raise DecisionExportError(f"{CARD_FILE} hashes {name!r}; only files in the directory itself are allowed")
+            raise DecisionExportError(f"{card_file} hashes {name!r}; only files in the directory itself are allowed")
         path = directory / name
         if not path.is_file():
-            raise DecisionExportError(f"{directory} is missing {name}, whose sha256 {CARD_FILE} records")
+            raise DecisionExportError(f"{directory} is missing {name}, whose sha256 {card_file} records")
         if sha256_file(path) != digest:
-            raise DecisionExportError(f"{name}: sha256 does not match {CARD_FILE}; the file was changed or damaged")
+            raise DecisionExportError(f"{name}: sha256 does not match {card_file}; the file was changed or damaged")
 
 
 def check_letters(tokenizer, letter_ids: list[int], prepend_bos: bool) -> None:

@@ -156,7 +156,7 @@ def test_a_changed_head_is_refused(saved):
     data = bytearray((folder / P.HEAD_FILE).read_bytes())
     data[-3] ^= 0x01
     (folder / P.HEAD_FILE).write_bytes(bytes(data))
-    with pytest.raises(P.PooledModelError, match="sha256 does not match"):
+    with pytest.raises(P.PooledModelError, match="pooled_head.safetensors: sha256 does not match pooled.json"):
         P.load_pooled(folder)
 
 
