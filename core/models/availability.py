@@ -250,6 +250,10 @@ def design(entry: ModelEntry, found: Availability | None = None) -> str:
     return PIPELINE_DESIGN
 
 
+CARDS = (DECISION_CARD, OPTION_CARD, POOLED_CARD)
+"""What a trained decision folder holds whatever its kind: a shipped folder without one is not trained yet."""
+
+
 def check_decision(entry: ModelEntry) -> Availability:
     """Can the decision model ``entry`` load on this machine now? Never touches the network."""
     if entry.remote_code:
@@ -257,16 +261,14 @@ def check_decision(entry: ModelEntry) -> Availability:
     if entry.source == "url":
         return Availability(True, None, f"System One endpoint {entry.location} (asked on every request)")
     if entry.source != "hub":
-        found = check_export(Path(entry.location), pipeline_ok=entry.source == "local")
-        if entry.key in dict(SHIPPED_POOLED) and (Path(entry.location) / POOLED_CARD).is_file():
-            return found  # trained and shipped: when it cannot load, its base is missing (the message says so)
+        folder = Path(entry.location)
+        found = check_export(folder, pipeline_ok=entry.source == "local")
+        if found.ok or entry.source != "shipped" or any((folder / card).is_file() for card in CARDS):
+            return found  # a trained folder that cannot load says why (its base missing, a file damaged)
         make = dict(SHIPPED_OPTION_SCORERS).get(entry.key) or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
-        if not found.ok and entry.source == "shipped" and make:
-            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); make it with {make}")
-        if not found.ok and entry.source == "shipped":
-            return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); train the arms "
-                                "with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
-        return found
+        how = (f"make it with {make}" if make else
+               "train the arms with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
+        return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); {how}")
     snapshot = cached_snapshot(entry.location)
     if snapshot is None:
         return Availability(False, None, how_to_get(entry.location))

@@ -34,6 +34,19 @@ def test_entries_local_first_then_shipped(models_dir, tmp_path):
     assert "python -m train.decision_pooled" in check_decision(entries[1]).message
 
 
+@pytest.mark.parametrize("name, files", [
+    ("decision-rlcd", {"decision.json": "{}", "adapter_config.json": '{"base_model_name_or_path": "no/such-base"}',
+                      "adapter_model.safetensors": ""}),
+    ("decision-smollm2-pooled-rlcd", {"pooled.json": '{"base_model": "no/such-base"}'})])
+def test_a_shipped_folder_with_its_card_that_cannot_load_says_why_not_untrained(tmp_path, name, files):
+    (tmp_path / name).mkdir()
+    for file, text in files.items():
+        (tmp_path / name / file).write_text(text)
+    entry = next(e for e in decision_entries(tmp_path / "none", shipped_dir=tmp_path) if e.key == name)
+    found = check_decision(entry)
+    assert not found.ok and "not trained yet" not in found.message and "no/such-base" in found.message
+
+
 def test_check_export_says_what_is_missing(models_dir):
     assert "no decision.json" in check_export(models_dir / "not-a-model").message
     assert "no folder" in check_export(models_dir / "absent").message
