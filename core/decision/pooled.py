@@ -23,6 +23,7 @@ training record); the base's weights come from its package and are never copied.
 """
 
 import json
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -207,12 +208,13 @@ class PooledDecider(system_one.SystemOneModel):
         self.tokenizer = reader.tokenizer
         self.token_chars = longest_token(self.tokenizer)
         self._options: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
+        self._lock = threading.Lock()
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         """``{"state" | qid: reason}`` for each part of a System One request over the limits (empty: it fits)."""
         try:
             return self._checked(state, [q.primitive for q in system_one.questions(questions)])[1]
-        except QuestionError as err:
+        except (QuestionError, RequestTooLong) as err:
             return {"state": str(err)}
 
     def state_ids(self, state: Any, questions: Sequence[Question]) -> list[int]:
@@ -241,13 +243,14 @@ class PooledDecider(system_one.SystemOneModel):
     def option_states(self, questions: Sequence[Question]) -> tuple[torch.Tensor, torch.Tensor]:
         """Options [Q, K, H] and mask [Q, K] of ``questions`` (each option's states read once, then kept)."""
         wanted = {(q.text, o) for q in questions for o in q.options}
-        if new := sorted(wanted - set(self._options)):
-            self._options.update(zip(new, self.reader.options(new)))
-        for key in wanted:  # most recently used last; the oldest go past OPTION_CACHE
-            self._options.move_to_end(key)
-        while len(self._options) > max(OPTION_CACHE, len(wanted)):
-            self._options.popitem(last=False)
-        return option_tensor(questions, self._options, self.head.w.shape[0])
+        with self._lock:  # concurrent requests share the kept states; one may drop what another reads
+            if new := sorted(wanted - set(self._options)):
+                self._options.update(zip(new, self.reader.options(new)))
+            for key in wanted:  # most recently used last; the oldest go past OPTION_CACHE
+                self._options.move_to_end(key)
+            while len(self._options) > max(OPTION_CACHE, len(wanted)):
+                self._options.popitem(last=False)
+            return option_tensor(questions, self._options, self.head.w.shape[0])
 
     def logits(self, state_ids: list[int], options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[Q, K] option logits of one state (read once, shared by its questions); -inf where ``mask`` is False."""

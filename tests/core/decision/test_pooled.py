@@ -115,8 +115,11 @@ def test_decider_limits_name_what_is_wrong(lm, letter_tok, monkeypatch):
 def test_a_state_no_tokenization_fits_is_refused_untokenized(lm, letter_tok, monkeypatch):
     decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
     monkeypatch.setattr(decider.reader, "state_ids", lambda text: pytest.fail("tokenized a hopeless state"))
+    hopeless = "x" * (4096 * decider.token_chars + 70_000)
     with pytest.raises(ValueError, match="more than 4096 tokens can hold"):
-        decider.decide("x" * (4096 * decider.token_chars + 70_000), QS)
+        decider.decide(hopeless, QS)
+    page = {"page": {"type": "noul", "instructions": "Page now?"}}
+    assert "more than 4096 tokens can hold" in decider.limit_errors(hopeless, page)["state"]
 
 
 def test_the_option_cache_keeps_the_most_recent(lm, letter_tok, monkeypatch):
