@@ -3,7 +3,8 @@
 ``python -m core.decision.serve checkpoints/decision-rlcd --host 127.0.0.1 --port 8000`` runs
 ``transformers serve`` (its FastAPI app, model manager and System One handler) with the export as
 the forced model; ``core.decision.auto_model`` makes it load as our letter readout (or a pooled
-readout, ``checkpoints/decision-smollm2-pooled-rlcd``), so answers equal the local decider's. Needs transformers' serving extra (fastapi, uvicorn, openai; requirements.txt).
+readout, ``checkpoints/decision-smollm2-pooled-rlcd``), so answers equal the local decider's. Needs
+transformers' serving extra (fastapi, uvicorn, openai; requirements.txt).
 A request body over ``--max-body-bytes`` is answered 413 before it is parsed, and a state or
 question that cannot fit the token limits is refused (400) before it is tokenized
 (``core.decision.decider.unfittable``), so a huge request costs neither memory nor minutes.

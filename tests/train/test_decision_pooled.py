@@ -45,6 +45,15 @@ def test_train_evaluate_export_and_load(pooled_data, tmp_path):
         assert again["natural"][arm]["ece"] == pytest.approx(report["natural"][arm]["ece"], abs=1e-6)
     with pytest.raises(ValueError, match="reads layer 2; pass --layer 2"):
         dp.main(dataclasses.replace(config, arms=f"rlcd={tmp_path / 'run' / 'rlcd'}", layer=3))
+    # --served: the same head through python -m core.decision.serve answers as it is read here
+    from tests.fixtures.served_export import served
+
+    with served(tmp_path / "run" / "rlcd") as url:
+        remote = dp.main(dataclasses.replace(config, arms=f"rlcd={tmp_path / 'run' / 'rlcd'}", served=f"rlcd={url}",
+                                             json=""))
+    assert remote["served_max_abs_difference"]["served-rlcd"]["natural"] < 1e-4
+    assert remote["natural"]["served-rlcd"]["accuracy"] == report["natural"]["rlcd"]["accuracy"]
+    assert "natural:served-rlcd-rlcd" in remote["paired"]
 
 
 def _toy(n=400, k=3, hidden=8, seed=0):
