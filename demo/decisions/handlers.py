@@ -13,7 +13,7 @@ import pandas as pd
 
 from core.decision import system_one
 from core.decision.evaluation import evalsets, reports
-from core.decision.evaluation.familiarity import NO_SIGNAL, familiarity, set_note, warning
+from core.decision.evaluation.familiarity import NO_SIGNAL, measure, set_note, warning
 from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
 from core.models import availability, lists
@@ -142,22 +142,16 @@ def remove_question(index: int, n: int, *values):
 
 
 def _familiarity(deciders: dict, state) -> dict:
-    """Per model, how much of the state is outside its training vocabulary (its own tokenizer).
-
-    Only our own models (a ``training_tokenizer``: letter readouts and the option scorer): the signal
-    is measured against the tokenizer fitted on their own training prompts; a pipeline model or an
-    endpoint has no such vocabulary.
-    """
+    """Per model, how like its training states the state is (``familiarity.measure``): our letter readouts
+    and the option scorer by their training vocabulary, the pooled readout in its body's own states; a
+    pipeline model or an endpoint has no such signal (absent here; the tab says so)."""
     text = render_state(state)
-    return {key: familiarity(d.training_tokenizer, text) for key, d in deciders.items()
-            if d.training_tokenizer is not None}
+    found = {key: measure(d, text) for key, d in deciders.items()}
+    return {key: f for key, f in found.items() if f is not None}
 
 
 def _ood_cell(found) -> str:
-    if found is None:
-        return NO_SIGNAL.split(":")[0]
-    return (f"⚠ unlike it ({max(found.rate, found.pair_rate):.0%} unknown)" if found.out_of_distribution
-            else f"like it ({found.rate:.0%} unknown)")
+    return NO_SIGNAL.split(":")[0] if found is None else found.cell()
 
 
 def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFrame:
@@ -289,11 +283,16 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
     if source == evalsets.SOURCES[2]:  # an uploaded set: is it the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
-        note += "".join(f"\n\n{inert(set_note(d.training_tokenizer, states, k))}"
-                        for k, d in deciders.items())
+        note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
+
+
+def _set_familiarity(decider, states: list[str]) -> list | None:
+    """One familiarity record per distinct state, or None for a model without the signal."""
+    found = [measure(decider, s) for s in dict.fromkeys(states)]
+    return None if any(f is None for f in found) else found
 
 
 def probe(models_dir: str, model_a: str, model_b: str, tickets: int):

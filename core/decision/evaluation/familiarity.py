@@ -24,7 +24,7 @@ has no such signal, and the tab says so (``NO_SIGNAL``) instead of leaving a bla
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 THRESHOLD = 0.15
 """Warn above this unknown-word rate (our test rows: at most 0.0; natural tickets: at least 0.18)."""
@@ -64,6 +64,65 @@ class Familiarity:
                 "unknown_pair_rate": round(self.pair_rate, 4),
                 "out_of_distribution": self.out_of_distribution, "threshold": THRESHOLD,
                 "unknown_words": list(self.unknown[:20]), "unknown_pairs": list(self.unknown_pairs[:20])}
+
+    criterion = f"unknown words or word pairs above {THRESHOLD:.0%}; trained on {TRAINED_ON}"
+
+    def cell(self) -> str:
+        """The Ask table's "input vs training" cell."""
+        return (f"⚠ unlike it ({max(self.rate, self.pair_rate):.0%} unknown)" if self.out_of_distribution
+                else f"like it ({self.rate:.0%} unknown)")
+
+    def sentence(self, model: str) -> str:
+        if not self.out_of_distribution:
+            return (f"{model}: {self.rate:.0%} of the words are outside its training vocabulary and {self.pair_rate:.0%} "
+                    f"of the word pairs outside its training states (warns above {THRESHOLD:.0%}): the kind of input "
+                    "it was trained and calibrated on.")
+        return (f"⚠ Out of distribution for {model}: {_why(self)} (warns above {THRESHOLD:.0%}). It was trained on "
+                f"{TRAINED_ON}; on text like this its probabilities are not calibrated (120 natural billing/security "
+                "tickets: see docs/app.md), so do not trust its confidence here.")
+
+
+@dataclass(frozen=True)
+class EmbeddingFamiliarity:
+    """A state's place among a pooled readout's training states (``PooledHead.familiarity``, read in the
+    frozen body's own state space, so no word list): the share of them farther from their mean than it.
+    Below ``threshold`` the state is farther out than all but a few of them."""
+
+    share: float
+    threshold: float
+
+    @property
+    def out_of_distribution(self) -> bool:
+        return self.share < self.threshold
+
+    def record(self) -> dict:
+        return {"signal": "embedding", "familiarity": round(self.share, 4),
+                "out_of_distribution": self.out_of_distribution, "threshold": self.threshold}
+
+    @property
+    def criterion(self) -> str:
+        return f"familiarity below {self.threshold:.0%} of its training states"
+
+    def cell(self) -> str:
+        return f"⚠ unlike it (familiarity {self.share:.0%})" if self.out_of_distribution else f"like it (familiarity {self.share:.0%})"
+
+    def sentence(self, model: str) -> str:
+        said = (f"{self.share:.0%} of its training states lie farther from their centre (in the body's own states) "
+                f"than this one; it warns below {self.threshold:.0%}")
+        if not self.out_of_distribution:
+            return f"{model}: {said}: the kind of input it was trained and calibrated on."
+        return (f"⚠ Out of distribution for {model}: {said}. Support tickets are what it was trained on; on text "
+                "like this its probabilities are not calibrated, so do not trust its confidence here.")
+
+
+def measure(model: Any, text: str) -> "Familiarity | EmbeddingFamiliarity | None":
+    """``model``'s familiarity with a rendered state: its own embedding signal when it has one
+    (``state_familiarity``), else the unknown-word rates under its training tokenizer; None: no signal."""
+    own = getattr(model, "state_familiarity", None)
+    if own is not None:
+        return own(text)
+    tokenizer = getattr(model, "training_tokenizer", None)
+    return None if tokenizer is None else familiarity(tokenizer, text)
 
 
 def _single_token(tokenizer: Any, word: str) -> bool:
@@ -118,28 +177,19 @@ def _why(found: Familiarity) -> str:
             "never occur in its training states: the words are put together as its data never does")
 
 
-def warning(found: Familiarity | None, model: str) -> str:
+def warning(found: "Familiarity | EmbeddingFamiliarity | None", model: str) -> str:
     """One plain sentence for the reader (text only; callers escape it for markdown); ``None``: a
     model without a familiarity signal."""
+    return f"{model}: {NO_SIGNAL}." if found is None else found.sentence(model)
+
+
+def set_note(found: "Sequence[Familiarity | EmbeddingFamiliarity] | None", model: str) -> str:
+    """One line on a labelled set's states for a model (``found``: one record per distinct state, from
+    ``measure``; ``None``: a model without the signal): how many are out of distribution."""
     if found is None:
         return f"{model}: {NO_SIGNAL}."
-    if not found.out_of_distribution:
-        return (f"{model}: {found.rate:.0%} of the words are outside its training vocabulary and {found.pair_rate:.0%} "
-                f"of the word pairs outside its training states (warns above {THRESHOLD:.0%}): the kind of input "
-                "it was trained and calibrated on.")
-    return (f"⚠ Out of distribution for {model}: {_why(found)} (warns above {THRESHOLD:.0%}). It was trained on "
-            f"{TRAINED_ON}; on text like this its probabilities are not calibrated (120 natural billing/security "
-            "tickets: see docs/app.md), so do not trust its confidence here.")
-
-
-def set_note(tokenizer: Any | None, states: Iterable[str], model: str) -> str:
-    """One line on a labelled set's states for a model: how many are out of distribution (``None``
-    tokenizer: a model without the signal)."""
-    if tokenizer is None:
-        return f"{model}: {NO_SIGNAL}."
-    found = [familiarity(tokenizer, state) for state in dict.fromkeys(states)]
     far = sum(f.out_of_distribution for f in found)
     if not far:
         return f"{model}: all {len(found)} states are like its training data (no out-of-distribution warning)."
-    return (f"⚠ {model}: {far} of {len(found)} states are out of distribution (unknown words or word pairs above "
-            f"{THRESHOLD:.0%}); its calibration here is measured on text unlike its training data ({TRAINED_ON}).")
+    return (f"⚠ {model}: {far} of {len(found)} states are out of distribution ({found[0].criterion}); its "
+            "calibration here is measured on text unlike its training data.")

@@ -184,3 +184,17 @@ def test_a_bad_card_names_what_is_wrong(saved, change, message):
 def test_open_model_reports_the_folder(tmp_path):
     with pytest.raises(ValueError, match="nothing: .*malformed"):
         P.open_model(tmp_path, "nothing")
+
+
+def test_state_familiarity_is_the_heads_and_reads_an_answered_state_once(lm, letter_tok, monkeypatch):
+    from core.decision.questions import render_state
+
+    decider = P.PooledDecider(P.PooledReader(lm.model, letter_tok, 2), _head(), "t")
+    decider.decide(STATE, QS)
+    real, calls = decider.reader.mean_states, []
+    monkeypatch.setattr(decider.reader, "mean_states", lambda *a, **k: calls.append(1) or real(*a, **k))
+    found = decider.state_familiarity(render_state(STATE))
+    assert calls == [] and found.threshold == P.FAMILIAR_BELOW  # the answer's own read of the state
+    assert found.share == pytest.approx(float(decider.head.familiarity(decider.reader.states([STATE]))[0]))
+    other = decider.state_familiarity("A different state entirely.")
+    assert len(calls) == 2 and 0.0 <= other.share <= 1.0
