@@ -261,21 +261,17 @@ class PooledDecider(system_one.SystemOneModel):
 
     def logits(self, state_ids: list[int], options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[Q, K] option logits of one state (read once, shared by its questions); -inf where ``mask`` is False."""
-        states = self._mean_state(state_ids)
+        states = self.reader.mean_states([state_ids], [self.reader.header])
+        self._last_state = (list(state_ids), states)
         with torch.no_grad():
             return self.head(states.expand(len(options), -1), options, mask)
 
-    def _mean_state(self, state_ids: list[int]) -> torch.Tensor:
-        """[1, H]; the last state's is kept, so familiarity after an answer reads no state twice."""
-        last = self._last_state
-        if last is None or last[0] != state_ids:
-            last = self._last_state = (list(state_ids), self.reader.mean_states([state_ids], [self.reader.header]))
-        return last[1]
-
     def state_familiarity(self, text: str) -> EmbeddingFamiliarity:
-        """How like its training states a rendered state is, in the body's own states (no word list)."""
-        share = float(self.head.familiarity(self._mean_state(self.reader.state_ids(text)))[0])
-        return EmbeddingFamiliarity(share, FAMILIAR_BELOW)
+        """How like its training states a rendered state is, in the body's own states (no word list); right
+        after answering about it, the answer's own read of the state is used (the body does not run again)."""
+        ids, last = self.reader.state_ids(text), self._last_state
+        states = last[1] if last is not None and last[0] == ids else self.reader.mean_states([ids], [self.reader.header])
+        return EmbeddingFamiliarity(float(self.head.familiarity(states)[0]), FAMILIAR_BELOW)
 
     def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
         """Each question's option probabilities, in declared order."""
