@@ -34,7 +34,7 @@ from safetensors.torch import save_file
 
 from core.decision import system_one
 from core.decision.decider import Limits, unfittable
-from core.decision.evaluation.familiarity import EmbeddingFamiliarity
+from core.decision.evaluation.familiarity import FAMILIAR_BELOW, EmbeddingFamiliarity
 from core.decision.model import RequestTooLong
 from core.decision.prompt import encode, encode_prefix, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
@@ -48,11 +48,6 @@ OPTION_TEMPLATE = "Question: {question}" + ANSWER_CUE + " {option}"
 """What an option's features are read from: its own tokens after the question, without the state."""
 LIMITS = Limits(max_state_tokens=4096, max_suffix_tokens=448)
 """A state's tokens, and one option's read with its question (``OPTION_TEMPLATE``); over them a request is refused."""
-FAMILIAR_BELOW = 0.089
-"""A state is out of distribution when fewer of the training states than this lie farther out
-(``PooledHead.familiarity``): the 5th percentile of the val states (natural and synthetic) under the
-shipped heads, which share the warmup's standardisation. It flags 2.3% of the natural test tickets,
-98.7% of the clarify requests and 90.9% of docs paragraphs (results/smollm2_decision/pooled_familiarity.txt)."""
 OPTION_CACHE = 4096
 """Option states kept between requests (least recently used dropped): a visitor's new options cannot grow memory."""
 

