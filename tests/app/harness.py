@@ -95,3 +95,12 @@ def warm_decisions(models_dir: str | Path = "", *keys: str) -> None:
     keys = keys or (handlers.picker_choices(str(models_dir))[2],)
     _, errors = pick(handlers.CACHE, str(models_dir) or None, {key: key for key in keys})
     assert not errors, f"could not warm the Decisions tab's models: {errors}"
+
+
+def open_decisions(browser, url: str):
+    """A new page on the app's Decisions tab, once its picker has said the model is ready to load."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
+    page.goto(url)
+    page.get_by_role("tab", name="Decisions").click()
+    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
+    return page

@@ -7,7 +7,7 @@ the calibration view. Screenshots land in the test's tmp_path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, warm_decisions
+from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
@@ -24,16 +24,8 @@ def app_url(tmp_path_factory):
         yield url.rstrip("/")
 
 
-def _open(browser, url):
-    page = browser.new_page(viewport={"width": 1500, "height": 1400})
-    page.goto(url)
-    page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
-    return page
-
-
 def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
-    page = _open(browser, app_url)
+    page = open_decisions(browser, app_url)
     page.locator("#dq-state textarea").fill("Ticket 88: the card payment was declined twice and the customer is angry.")
     page.get_by_label("q1 question").fill("Which team should handle this?")
     page.get_by_label("q1 options").fill("BIL: billing\nSEC: security\nINF: infrastructure")
@@ -70,7 +62,7 @@ UPLOAD = "".join(
 def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
     path = tmp_path / "labelled.jsonl"
     path.write_text(UPLOAD)
-    page = _open(browser, app_url)
+    page = open_decisions(browser, app_url)
     page.get_by_role("tab", name="Calibration").click()
     page.get_by_label("uploaded file").check()
     page.locator("#dq-upload input[type=file]").set_input_files(str(path))
@@ -88,7 +80,7 @@ def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
 def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):
     """The shipped RLCD arm on a natural-language ticket: the answer comes with its warning; on the
     training-like example it does not (both states, one model)."""
-    page = _open(browser, app_url)
+    page = open_decisions(browser, app_url)
     page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=WAIT_MS)
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="decision-rlcd", exact=True).click()

@@ -7,7 +7,7 @@ beside max p; the latency line names its one-pass path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, warm_decisions
+from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
 
 pytestmark = pytest.mark.browser
 
@@ -23,10 +23,7 @@ def app_url():
 
 
 def test_pick_the_option_scorer_ask_and_see_head_confidence_beside_max_p(browser, app_url, tmp_path):
-    page = browser.new_page(viewport={"width": 1500, "height": 1400})
-    page.goto(app_url)
-    page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
+    page = open_decisions(browser, app_url)
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="option-scorer · option scorer (confidence head)", exact=True).click()
     page.get_by_text("✓ option scorer (confidence head) · shipped", exact=False).first.wait_for(timeout=WAIT_MS)

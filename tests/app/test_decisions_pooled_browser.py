@@ -4,7 +4,7 @@ answered as one, and a request of another kind comes with the embedding familiar
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, warm_decisions
+from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
 
 pytestmark = pytest.mark.browser
 MODEL = "decision-smollm2-pooled-rlcd"
@@ -28,10 +28,7 @@ def app_url(tmp_path_factory):
 
 
 def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tmp_path):
-    page = browser.new_page(viewport={"width": 1500, "height": 1400})
-    page.goto(app_url)
-    page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
+    page = open_decisions(browser, app_url)
     page.locator("#dq-state textarea").fill("Hi, my card was charged twice for the same invoice and I need a refund.")
     page.get_by_label("q1 question").fill("Which department should handle this ticket?")
     page.get_by_label("q1 options").fill("SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")

@@ -10,7 +10,7 @@ import socket
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, warm_decisions
+from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
 from tests.fixtures.served_export import served
 from tests.fixtures.tiny_decision import export_models
 
@@ -45,10 +45,7 @@ def _ask(page):
 
 def test_the_tab_asks_a_served_url_and_says_when_one_refuses(browser, urls, tmp_path):
     app_url, endpoint = urls
-    page = browser.new_page(viewport={"width": 1500, "height": 1400})
-    page.goto(app_url)
-    page.get_by_role("tab", name="Decisions").click()
-    page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
+    page = open_decisions(browser, app_url)
     _pick(page, endpoint)
     page.get_by_text("System One endpoint", exact=False).first.wait_for(timeout=WAIT_MS)
     _ask(page)
