@@ -50,6 +50,8 @@ LIMITS = Limits(max_state_tokens=4096, max_suffix_tokens=448)
 """A state's tokens, and one option's read with its question (``OPTION_TEMPLATE``); over them a request is refused."""
 OPTION_CACHE = 4096
 """Option states kept between requests (least recently used dropped): a visitor's new options cannot grow memory."""
+READ_STATES = 512
+"""Mean states of the latest states answered, kept (oldest dropped) so their familiarity reads no state twice."""
 
 
 class PooledModelError(ValueError):
@@ -210,7 +212,7 @@ class PooledDecider(system_one.SystemOneModel):
         self.token_chars = longest_token(self.tokenizer)
         self._options: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
         self._lock = threading.Lock()
-        self._last_state: tuple[list[int], torch.Tensor] | None = None
+        self._read: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         """``{"state" | qid: reason}`` for each part of a System One request over the limits (empty: it fits)."""
@@ -257,15 +259,21 @@ class PooledDecider(system_one.SystemOneModel):
     def logits(self, state_ids: list[int], options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[Q, K] option logits of one state (read once, shared by its questions); -inf where ``mask`` is False."""
         states = self.reader.mean_states([state_ids], [self.reader.header])
-        self._last_state = (list(state_ids), states)
+        with self._lock:  # kept for familiarity only: an answer always reads its state
+            self._read[tuple(state_ids)] = states
+            while len(self._read) > READ_STATES:
+                self._read.popitem(last=False)
         with torch.no_grad():
             return self.head(states.expand(len(options), -1), options, mask)
 
     def state_familiarity(self, text: str) -> EmbeddingFamiliarity:
-        """How like its training states a rendered state is, in the body's own states (no word list); right
-        after answering about it, the answer's own read of the state is used (the body does not run again)."""
-        ids, last = self.reader.state_ids(text), self._last_state
-        states = last[1] if last is not None and last[0] == ids else self.reader.mean_states([ids], [self.reader.header])
+        """How like its training states a rendered state is, in the body's own states (no word list); a state
+        answered lately (an Ask, a calibration set's contexts) is not read again."""
+        ids = self.reader.state_ids(text)
+        with self._lock:
+            states = self._read.get(tuple(ids))
+        if states is None:
+            states = self.reader.mean_states([ids], [self.reader.header])
         return EmbeddingFamiliarity(float(self.head.familiarity(states)[0]), FAMILIAR_BELOW)
 
     def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
