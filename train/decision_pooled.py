@@ -31,6 +31,7 @@ from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load
 from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
 from train.decision_run import evaluate_probs, optimizer_for, parse_config, write_report
 from train.decision_smollm2 import BASE
+from train.split_body import stored
 
 ARMS = ("warmup", "rlcd", "rlvr")
 PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"))
@@ -88,11 +89,7 @@ def features(reader: PooledReader, sets: dict[str, list], cache: Path) -> tuple[
 
 
 def _kept(cache: Path, tag: str, key: list, build) -> dict:
-    path = cache / f"{tag}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.pt"
-    if not path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        torch.save(build(), path)
-    return torch.load(path)
+    return stored(cache / f"{tag}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.pt", build)
 
 
 def _in_chunks(read, items: list, chunk: int = 256) -> dict:

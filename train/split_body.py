@@ -93,7 +93,7 @@ class SplitBody:
 
 def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str, chunk: int = 8) -> list[torch.Tensor]:
     """Lower-half states of every sequence, computed once and kept under ``path`` (keyed by the ids)."""
-    return _stored(_cache_file(path, tag, (split.first_adapted, ids)),
+    return stored(_cache_file(path, tag, (split.first_adapted, ids)),
                    lambda: _in_chunks(ids, chunk, split.hidden, f"cache {tag}"))
 
 
@@ -114,14 +114,14 @@ def cache_after_prefix(split: SplitBody, ids: list[list[int]], path: Path, tag: 
         tails = _in_chunks([one[p:] for one in ids], chunk, lambda part: split.hidden_after(prefix, part),
                            f"cache {tag} after a {p}-token prefix")
         return prefix[0], tails
-    return _stored(_cache_file(path, tag, ("after-prefix", split.first_adapted, ids)), build)
+    return stored(_cache_file(path, tag, ("after-prefix", split.first_adapted, ids)), build)
 
 
 def _cache_file(path: Path, tag: str, key) -> Path:
     return path / f"cache-{tag}-{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.pt"
 
 
-def _stored(file: Path, build):
+def stored(file: Path, build):
     """What ``file`` holds, or ``build()``'s result, saved there first."""
     if file.is_file():
         return torch.load(file)
