@@ -7,8 +7,11 @@ Each turn posts our system prompt, the task and the episode so far with ``TOOL_S
 is the step, and its result goes back as a ``tool`` message. 429, 5xx, timeouts and refused
 connections are retried with exponential backoff; when the retries run out, or the reply holds no
 usable call (malformed arguments, an answer cut at max_tokens), the episode ends with the error
-in the turn's ``parse_error``. Other 4xx answers (bad key, unknown model) raise ``EndpointError``:
-the run is misconfigured. The API key comes from an environment variable and is never logged.
+in the turn's ``parse_error``; so does a 400 saying the server's own parser could not read the
+model's answer (transformers serve >= 5.25 answers a cut tool call that way; 5.24 answered 500).
+Other 4xx answers (bad key, unknown model) raise ``EndpointError``: the run is misconfigured.
+Streamed turns ask for the token count (``stream_options``) until a server refuses the field.
+The API key comes from an environment variable and is never logged.
 """
 
 import json
@@ -29,6 +32,8 @@ API_KEY_ENV = "OPENAI_API_KEY"
 """Environment variable holding the endpoint's API key (optional for local servers)."""
 DEFAULT_GENERATION = Generation(temperature=0.7, top_p=1.0, max_new_tokens=120)
 RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+UNREADABLE_ANSWER = "parser could not parse"
+"""In a 400's body: the server could not parse what the model generated (the model's fault, not the request's)."""
 
 
 class EndpointError(RuntimeError):
@@ -59,6 +64,7 @@ class EndpointPolicy:
         key = os.environ.get(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(timeout=timeout_s, headers=headers)
+        self._stream_usage = True  # until the server refuses ``stream_options`` (transformers serve 5.24: 422)
 
     # ---- one request ----------------------------------------------------------------------
 
@@ -71,6 +77,19 @@ class EndpointPolicy:
     def complete(self, messages: list[dict], seed: int) -> dict:
         """The endpoint's answer to one turn, retried with backoff on transient failures."""
         return self.request(self.request_body(messages, seed), json_answer)
+
+    def stream(self, messages: list[dict], seed: int, read: Callable[[httpx.Response], Any]) -> Any:
+        """One turn streamed to ``read``, asking for the usage chunk (the turn's token count) unless
+        this server has refused ``stream_options`` once; then it is asked without."""
+        body = {**self.request_body(messages, seed), "stream": True}
+        if self._stream_usage:
+            try:
+                return self.request({**body, "stream_options": {"include_usage": True}}, read)
+            except EndpointError as exc:
+                if "stream_options" not in str(exc):
+                    raise
+                self._stream_usage = False
+        return self.request(body, read)
 
     def request(self, body: dict, read: Callable[[httpx.Response], Any]) -> Any:
         """POST ``body`` and hand the open response to ``read``; transport failures, timeouts and
@@ -85,8 +104,10 @@ class EndpointPolicy:
                         last = f"HTTP {reply.status_code}: {reply.read().decode(errors='replace')[:300]}"
                         continue
                     if reply.status_code >= 400:
-                        raise EndpointError(f"{url} answered HTTP {reply.status_code}: "
-                                            f"{reply.read().decode(errors='replace')[:300]}")
+                        said = reply.read().decode(errors="replace")
+                        if reply.status_code == 400 and UNREADABLE_ANSWER in said:
+                            raise EndpointFailure(f"the endpoint could not read the model's answer: {said[:600]}")
+                        raise EndpointError(f"{url} answered HTTP {reply.status_code}: {said[:300]}")
                     return read(reply)
             except httpx.TimeoutException as exc:
                 last = f"timed out after {self._http.timeout.read}s ({type(exc).__name__})"

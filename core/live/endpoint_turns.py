@@ -142,7 +142,6 @@ def stream_answer(policy: EndpointPolicy, messages: list[dict], seed: int, stop:
                   clock: TurnClock, min_interval: float = 0.05) -> Iterator[tuple[str, int, StreamedAnswer | None]]:
     """Yield (text so far, tokens so far, None) while the endpoint answers one turn, then once
     (text, tokens, answer) at the end; a stopped turn ends without the final answer."""
-    body = {**policy.request_body(messages, seed), "stream": True}
     answer, closed, updates, failure = StreamedAnswer(), threading.Event(), queue.SimpleQueue(), []
 
     def snapshot():  # what the page shows, taken in the worker so the consumer never reads a half-merged answer
@@ -150,7 +149,7 @@ def stream_answer(policy: EndpointPolicy, messages: list[dict], seed: int, stop:
 
     def work():
         try:
-            policy.request(body, lambda reply: read_stream(reply, answer, snapshot, closed, clock))
+            policy.stream(messages, seed, lambda reply: read_stream(reply, answer, snapshot, closed, clock))
         except BaseException as exc:  # handed to the consumer, which re-raises it
             failure.append(exc)
         finally:

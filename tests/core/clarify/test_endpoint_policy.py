@@ -1,7 +1,7 @@
 """EndpointPolicy against `transformers serve` (our shipped policy, 127.0.0.1) and a scripted double.
 
 The real server shows the protocol works end to end (greedy episodes equal our in-process ones
-token for token; bad requests it answers 500 or 400). The double, a tiny HTTP server in this
+token for token; a cut answer it answers 500 (5.24) or 400 (5.25), an unknown model 400). The double, a tiny HTTP server in this
 file, scripts what a real one does only sometimes: 429s, timeouts, malformed tool calls.
 """
 
@@ -131,6 +131,9 @@ def test_429_and_500_are_retried_with_backoff():
      {}, "malformed tool call arguments"),
     ([(200, text("I will keep talking and talking", finish="length"), 0)], {}, "hit max_tokens (50)"),  # endless
     ([(200, {"no": "choices"}, 0)], {}, "no choices[0].message"),
+    # transformers serve >= 5.25: its parser could not read the model's (cut) tool call
+    ([(400, {"detail": "json parser could not parse region as JSON.\nContent: '{\"name\": \"ask'"}, 0)], {},
+     "could not read the model's answer"),
 ])
 def test_bad_answers_end_the_episode_with_the_error_logged(replies, options, error):
     env, _ = play(replies, **options)
@@ -145,10 +148,11 @@ def test_refused_connection_ends_the_episode_with_the_error_logged():
     assert env.termination == "unparseable" and "could not reach" in env.turns[0].parse_error
 
 
-def test_other_4xx_fail_the_run_clearly():
-    double = Scripted([(401, {"error": "bad key"}, 0)])
+@pytest.mark.parametrize("status, said", [(401, "bad key"), (400, "model no/such-model is not served here")])
+def test_other_4xx_fail_the_run_clearly(status, said):
+    double = Scripted([(status, {"error": said}, 0)])
     try:
-        with pytest.raises(EndpointError, match="HTTP 401"):
+        with pytest.raises(EndpointError, match=f"HTTP {status}"):
             EndpointPolicy(double.url, "m").play(ClarifyEnv(SCENARIOS[0]), random.Random(0))
     finally:
         double.close()
@@ -217,7 +221,8 @@ def test_real_server_failures_end_the_episode_or_the_run(served):
     cut.play(env, random.Random(0))  # 3 tokens are no valid call: transformers serve answers 500
     # (once in a few runs on this loaded machine its uvicorn reset the connection instead)
     error = env.turns[0].parse_error
-    assert env.termination == "unparseable" and ("HTTP 500" in error or "Connection reset" in error), error
+    assert env.termination == "unparseable" and ("HTTP 500" in error or "Connection reset" in error
+                                                 or "could not read the model's answer" in error), error
     wrong = make_endpoint_policy(f"openai:{served}#no/such-model", GREEDY)
     with pytest.raises(EndpointError, match="HTTP 400"):  # the server is pinned to our checkpoint
         wrong.play(ClarifyEnv(SCENARIOS[0]), random.Random(0))

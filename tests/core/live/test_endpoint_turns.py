@@ -120,6 +120,19 @@ def test_a_refused_request_ends_only_the_turn_and_its_text_stays_text(chat_serve
     assert last.env.termination == "plan"
 
 
+def test_turns_ask_for_the_token_count_until_a_server_refuses_the_field(chat_server):
+    refusal = {"detail": "Unexpected fields in the request: {'stream_options'}"}  # how a strict server says it
+    s = chat_server(Reply("status", refusal, status=422),
+                    sse(call_deltas("ask_question", {"question": f"What is the {FIELD}?"}, "call_a")),
+                    sse(text_deltas(PLAN)))
+    _, last = play(begin(s.spec()))
+    assert last.env.termination == "plan" and len(s.requests) == 3
+    asked, again, next_turn = s.requests
+    assert asked["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in again and again["messages"] == asked["messages"]  # the same turn, re-sent
+    assert "stream_options" not in next_turn  # refused once: not asked again
+
+
 def test_run_model_takes_the_endpoint_path_without_loading_anything(chat_server):
     s = chat_server(sse(text_deltas(PLAN)))
     cache = ModelCache()
