@@ -1,8 +1,9 @@
 """EndpointPolicy against `transformers serve` (our shipped policy, 127.0.0.1) and a scripted double.
 
 The real server shows the protocol works end to end (greedy episodes equal our in-process ones
-token for token; a cut answer it answers 500 (5.24) or 400 (5.25), an unknown model 400). The double, a tiny HTTP server in this
-file, scripts what a real one does only sometimes: 429s, timeouts, malformed tool calls.
+token for token; a cut answer it answers 500 on 5.24 or 400 on 5.25, an unknown model 400). The
+double, a tiny HTTP server in this file, scripts what a real one does only sometimes: 429s,
+timeouts, malformed tool calls.
 """
 
 import json
