@@ -23,6 +23,7 @@ from transformers import DynamicCache
 
 from core.decision import system_one
 from core.decision.cost import CostModel, Shape
+from core.decision.evaluation.familiarity import Familiarity, by_vocabulary
 from core.decision.model import LETTER_DESIGN, MAX_P_SOURCE, RequestTooLong
 from core.decision.prompt import (check_seam, encode, encode_prefix, letter_token_ids, longest_token, render_prefix,
                                  render_suffix)
@@ -104,6 +105,10 @@ class Decider:
         cfg = body.config
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
         check_seam(tokenizer, render_prefix("A short state."), render_suffix("Which one?", ["x", "y"]))
+
+    def state_familiarity(self, text: str) -> Familiarity | None:
+        """By its training vocabulary (a real base's web vocabulary is none: ``training_tokenizer`` None)."""
+        return by_vocabulary(self.training_tokenizer, text)
 
     @cached_property
     def max_token_chars(self) -> int:

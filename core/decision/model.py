@@ -61,8 +61,11 @@ class DecisionModel(Protocol):
     """What an answer's ``confidence`` is: ``MAX_P_SOURCE``, ``HEAD_SOURCE`` or ``REPORTED_SOURCE``."""
     max_options: int
     """The most options one question may have (26 letters A..Z; the option scorer 255)."""
-    training_tokenizer: Any
-    """The tokenizer fitted on its own training prompts (familiarity is measured against it), or None."""
+
+    def state_familiarity(self, text: str) -> Any:
+        """How like its training states a rendered state is (``core.decision.evaluation.familiarity``: a
+        ``Familiarity`` by its own training vocabulary, an ``EmbeddingFamiliarity`` in its body's states), or
+        None when it has no such signal."""
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         """Why this request is too big for the model, ``{"state" | "questions" | qid: reason}``; empty: it fits."""

@@ -266,8 +266,10 @@ class SystemOneModel:
     confidence_source = MAX_P_SOURCE
     max_options = MAX_OPTIONS
     """transformers' decision labels A..Z (``DecisionConfig``), as our letter readout."""
-    training_tokenizer = None
-    """Not our tokenizer: familiarity does not apply."""
+
+    def state_familiarity(self, text: str) -> None:
+        """Not our training data: no familiarity signal (the tab says so)."""
+        return None
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         """No limits of ours: the model refuses what it cannot take (``score`` raises)."""

@@ -13,7 +13,7 @@ import pandas as pd
 
 from core.decision import system_one
 from core.decision.evaluation import evalsets, reports
-from core.decision.evaluation.familiarity import NO_SIGNAL, measure, set_note, warning
+from core.decision.evaluation.familiarity import NO_SIGNAL, set_note, warning
 from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
 from core.models import availability, lists
@@ -142,11 +142,11 @@ def remove_question(index: int, n: int, *values):
 
 
 def _familiarity(deciders: dict, state) -> dict:
-    """Per model, how like its training states the state is (``familiarity.measure``): our letter readouts
+    """Per model, how like its training states the state is (``state_familiarity``): our letter readouts
     and the option scorer by their training vocabulary, the pooled readout in its body's own states; a
     pipeline model or an endpoint has no such signal (absent here; the tab says so)."""
     text = render_state(state)
-    found = {key: measure(d, text) for key, d in deciders.items()}
+    found = {key: d.state_familiarity(text) for key, d in deciders.items()}
     return {key: f for key, f in found.items() if f is not None}
 
 
@@ -291,7 +291,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
 
 def _set_familiarity(decider, states: list[str]) -> list | None:
     """One familiarity record per distinct state, or None for a model without the signal."""
-    found = [measure(decider, s) for s in dict.fromkeys(states)]
+    found = [decider.state_familiarity(s) for s in dict.fromkeys(states)]
     return None if any(f is None for f in found) else found
 
 

@@ -120,13 +120,9 @@ class EmbeddingFamiliarity:
                 "like this its probabilities are not calibrated, so do not trust its confidence here.")
 
 
-def measure(model: Any, text: str) -> "Familiarity | EmbeddingFamiliarity | None":
-    """``model``'s familiarity with a rendered state: its own embedding signal when it has one
-    (``state_familiarity``), else the unknown-word rates under its training tokenizer; None: no signal."""
-    own = getattr(model, "state_familiarity", None)
-    if own is not None:
-        return own(text)
-    tokenizer = getattr(model, "training_tokenizer", None)
+def by_vocabulary(tokenizer: Any, text: str) -> Familiarity | None:
+    """A rendered state's unknown-word rates under a model's own training tokenizer (None: it has none);
+    what ``state_familiarity`` is for the models with a vocabulary fitted on their training prompts."""
     return None if tokenizer is None else familiarity(tokenizer, text)
 
 

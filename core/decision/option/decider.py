@@ -6,6 +6,7 @@ is its row's loader in ``core.decision.model.KINDS``.
 """
 
 from core.decision import system_one
+from core.decision.evaluation.familiarity import Familiarity, by_vocabulary
 from core.decision.model import HEAD_SOURCE, OPTION_DESIGN
 from core.decision.questions import entropy_confidence
 
@@ -27,6 +28,9 @@ class OptionDecider:
         self.training_tokenizer = scorer.tokenizer
         """decision-rlcd's tokenizer, fitted on the same training sources, so familiarity applies."""
         self.max_options, self.max_tokens = scorer.settings.max_options, scorer.settings.max_tokens
+
+    def state_familiarity(self, text: str) -> Familiarity | None:
+        return by_vocabulary(self.training_tokenizer, text)
 
     def _asked(self, questions):
         """The request's questions as the scorer takes them: an Ask's kept parse, else the specs."""

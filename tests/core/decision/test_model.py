@@ -3,6 +3,7 @@
 import pytest
 
 from core.decision import system_one
+from core.decision.evaluation.familiarity import EmbeddingFamiliarity, Familiarity
 from core.decision.model import (
     ADAPTER_DESIGN,
     ENDPOINT_DESIGN,
@@ -54,18 +55,18 @@ def test_every_kind_implements_the_protocol(kinds):
     assert {m.design for m in kinds.values()} == set(KINDS)  # one row per kind, every row used
 
 
-@pytest.mark.parametrize("kind, source, own_vocabulary", [
-    (LETTER_DESIGN, MAX_P_SOURCE, True),      # our letter readout: rescaled max p, its own tokenizer
-    (ADAPTER_DESIGN, MAX_P_SOURCE, False),    # a LoRA arm over a real base: its web vocabulary is no signal
-    (POOLED_DESIGN, MAX_P_SOURCE, False),     # a head over a frozen real base: its max p, no vocabulary signal
-    ("option", HEAD_SOURCE, True),            # the option scorer: its head, decision-rlcd's tokenizer
-    (PIPELINE_DESIGN, MAX_P_SOURCE, False),   # any chat model: System One's rescaled max p, not our vocabulary
-    (ENDPOINT_DESIGN, REPORTED_SOURCE, False),  # a URL: whatever it reports
+@pytest.mark.parametrize("kind, source, signal", [
+    (LETTER_DESIGN, MAX_P_SOURCE, Familiarity),       # our letter readout: rescaled max p, its own tokenizer
+    (ADAPTER_DESIGN, MAX_P_SOURCE, type(None)),       # a LoRA arm over a real base: its web vocabulary is no signal
+    (POOLED_DESIGN, MAX_P_SOURCE, EmbeddingFamiliarity),  # a head over a frozen real base: its body's states
+    ("option", HEAD_SOURCE, Familiarity),             # the option scorer: its head, decision-rlcd's tokenizer
+    (PIPELINE_DESIGN, MAX_P_SOURCE, type(None)),      # any chat model: System One's rescaled max p, no signal
+    (ENDPOINT_DESIGN, REPORTED_SOURCE, type(None)),   # a URL: whatever it reports
 ])
-def test_each_kind_declares_what_it_is(kinds, kind, source, own_vocabulary):
+def test_each_kind_declares_what_it_is(kinds, kind, source, signal):
     model = kinds[kind]
     assert model.confidence_source == source
-    assert (model.training_tokenizer is not None) == own_vocabulary
+    assert type(model.state_familiarity("Ticket 7: my card was charged twice.")) is signal
 
 
 def test_load_model_names_the_model_and_refuses_an_unknown_design(kinds, tmp_path):

@@ -1,12 +1,11 @@
 """The out-of-distribution signal: fires on natural-language tickets, quiet on our test rows."""
 
 import json
-import types
 from pathlib import Path
 
 import pytest
 
-from core.decision.evaluation.familiarity import (NO_SIGNAL, THRESHOLD, EmbeddingFamiliarity, familiarity, measure,
+from core.decision.evaluation.familiarity import (NO_SIGNAL, THRESHOLD, EmbeddingFamiliarity, by_vocabulary, familiarity,
                                                   set_note, warning)
 
 ROOT = Path(__file__).parents[4]
@@ -59,13 +58,12 @@ def test_known_words_in_an_unknown_order_fire(text, pair_rate, fires, why):
 def test_a_model_without_the_signal_says_so():
     assert warning(None, "SmolLM2") == f"SmolLM2: {NO_SIGNAL}."
     assert set_note(None, "SmolLM2") == f"SmolLM2: {NO_SIGNAL}."
-    assert measure(types.SimpleNamespace(training_tokenizer=None), "a ticket") is None
+    assert by_vocabulary(None, "a ticket") is None
 
 
 def test_a_set_note_counts_the_states_out_of_distribution():
     tok = WordTokenizer(KNOWN)
-    model = types.SimpleNamespace(training_tokenizer=tok)
-    found = [measure(model, t) for t in ("the card", "42 🙂")]
+    found = [by_vocabulary(tok, t) for t in ("the card", "42 🙂")]
     assert found[0] == familiarity(tok, "the card")
     assert "all 1 states are like" in set_note(found[:1], "m")
     assert "⚠ m: 1 of 2 states" in set_note(found, "m") and "unknown words or word pairs above 15%" in set_note(found, "m")
@@ -74,8 +72,6 @@ def test_a_set_note_counts_the_states_out_of_distribution():
 @pytest.mark.parametrize("share, fires", [(0.5, False), (0.09, False), (0.05, True), (0.0, True)])
 def test_the_embedding_signal_fires_below_its_threshold(share, fires):
     found = EmbeddingFamiliarity(share, 0.09)
-    model = types.SimpleNamespace(state_familiarity=lambda text: found, training_tokenizer=WordTokenizer(KNOWN))
-    assert measure(model, "any text") is found  # a model's own signal comes first
     assert found.out_of_distribution is fires and found.record() == {
         "signal": "embedding", "familiarity": share, "out_of_distribution": fires, "threshold": 0.09}
     assert found.cell().startswith("⚠ unlike it") is fires and f"familiarity {share:.0%}" in found.cell()
