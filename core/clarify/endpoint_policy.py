@@ -64,7 +64,7 @@ class EndpointPolicy:
         key = os.environ.get(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(timeout=timeout_s, headers=headers)
-        self._stream_usage = True  # until the server refuses ``stream_options`` (transformers serve 5.24: 422)
+        self._stream_usage = True  # until the server refuses ``stream_options`` (a strict one answers 422 naming it)
 
     # ---- one request ----------------------------------------------------------------------
 
