@@ -94,7 +94,7 @@ class SplitBody:
 def cache_states(split: SplitBody, ids: list[list[int]], path: Path, tag: str, chunk: int = 8) -> list[torch.Tensor]:
     """Lower-half states of every sequence, computed once and kept under ``path`` (keyed by the ids)."""
     return stored(_cache_file(path, tag, (split.first_adapted, ids)),
-                   lambda: _in_chunks(ids, chunk, split.hidden, f"cache {tag}"))
+                  lambda: _in_chunks(ids, chunk, split.hidden, f"cache {tag}"))
 
 
 def after_prefix(cache, p: int, mask: torch.Tensor) -> dict:
