@@ -261,6 +261,7 @@ class PooledDecider(system_one.SystemOneModel):
         states = self.reader.mean_states([state_ids], [self.reader.header])
         with self._lock:  # kept for familiarity only: an answer always reads its state
             self._read[tuple(state_ids)] = states
+            self._read.move_to_end(tuple(state_ids))  # answered again: the latest, not its first answer's place
             while len(self._read) > READ_STATES:
                 self._read.popitem(last=False)
         with torch.no_grad():

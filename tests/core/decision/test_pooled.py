@@ -203,3 +203,7 @@ def test_state_familiarity_is_the_heads_and_reads_an_answered_state_once(lm, let
     assert len(decider._read) == 1
     decider.state_familiarity(render_state(STATE))
     assert len(calls) == 4  # the decide's read, then STATE read again
+    monkeypatch.setattr(P, "READ_STATES", 2)  # answered again, a state is the latest: the other one goes
+    for state in (STATE, "A different state entirely.", "A third state."):  # the second was kept first
+        decider.decide(state, QS)
+    assert tuple(decider.reader.state_ids("A different state entirely.")) in decider._read
