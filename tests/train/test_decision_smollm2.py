@@ -125,7 +125,7 @@ def test_eval_and_ship_over_tiny_arms(tiny_base, natural_data, tmp_path):
     shipped = ship.main(ship.ShipConfig(runs=str(tmp_path / "runs"), eval=str(tmp_path / "eval.json"),
                                         checkpoints=str(tmp_path / "ck"), arms="rlcd"))
     card = (shipped[0] / "README.md").read_text()
-    assert "--stage rlcd" in card and "natural held-out tickets" in card and (shipped[0] / "training_log.jsonl").is_file()
+    assert "--stage rlcd" in card and "natural held-out tickets" in card and "rank 2" in card and (shipped[0] / "training_log.jsonl").is_file()
     assert load_adapter_decider(shipped[0]).decide(row.state, [Choice(row.question, row.options)])[0].probs == answer.probs
 
 

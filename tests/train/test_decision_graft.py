@@ -1,0 +1,118 @@
+"""The graft's write: the LoRA it fills makes one query head compute the fitted form exactly (up to the
+slow rotary turn), its values carry the letter probe and its o_proj block the letter directions."""
+
+import pytest
+import torch
+
+from core.decision.batches import Prompt
+from core.decision.prompt import render_prompt
+from core.decision.random_model import letter_tokenizer
+from train.decision_graft import OUTSIDE, Head, graft_lora, letter_bias, slow_rotary_dims, token_roles, write_head
+
+
+def test_slow_rotary_dims_are_the_slowest_pairs_first():
+    assert slow_rotary_dims(8, 3) == [3, 7, 2]
+    assert slow_rotary_dims(64, 4) == [31, 63, 30, 62]
+
+
+def test_token_roles_mark_each_options_text_and_nothing_else():
+    tok = letter_tokenizer()
+    prompt = Prompt("My card was charged twice.", "Which team?", ("billing", "security team"))
+    roles = token_roles(tok, prompt)
+    ids = tok(render_prompt(prompt.state, prompt.question, list(prompt.options)), add_special_tokens=False)["input_ids"]
+    assert len(roles) == len(ids)
+    for i, option in enumerate(prompt.options):
+        text = tok.decode([t for t, r in zip(ids, roles) if r == i])
+        assert text.strip() == ") " + option
+    assert roles[-1] == OUTSIDE and OUTSIDE in roles[:5]
+
+
+@pytest.fixture(scope="module")
+def attention():
+    from peft import get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=64, hidden_size=96, intermediate_size=32, num_hidden_layers=2, num_attention_heads=3,
+                         num_key_value_heads=1, head_dim=32, rope_theta=100000.0, attn_implementation="eager")
+    model = get_peft_model(LlamaForCausalLM(config), graft_lora(1, 3, 32))
+    return model, model.get_decoder().layers[1].self_attn
+
+
+def random_head(hidden: int, rank: int) -> Head:
+    g = torch.Generator().manual_seed(1)
+    probes = {"g": torch.randn(hidden, generator=g), "P": torch.randn(26, hidden, generator=g) * 0.1,
+              "p": torch.randn(26, generator=g)}
+    return Head(torch.randn(hidden, hidden, generator=g) * 0.05, torch.randn(hidden, generator=g) * 0.1, probes, rank, 0.5, 3.0)
+
+
+def test_the_written_head_attends_as_the_fitted_form(attention):
+    model, attn = attention
+    H, T, h = 96, 12, 1
+    head = random_head(H, 3)
+    x = torch.randn(T, H)
+    mu, sd = torch.randn(H) * 0.1, torch.rand(H) + 0.5
+    write_head(attn, head, h, mu, sd, last_mean=x[-1], letter_dirs=torch.randn(H, 26))
+    cos, sin = model.get_decoder().rotary_emb(x[None], torch.arange(T)[None])
+    with torch.no_grad():
+        _, weights = attn(x[None], position_embeddings=(cos, sin), attention_mask=None)
+        xt = (x - mu) / sd
+        fitted = torch.softmax(head.scores(xt[None], xt[-1][None])[0], -1)
+    assert torch.allclose(weights[0, h, -1], fitted, atol=2e-3)
+
+
+def test_the_written_values_and_output_block_carry_the_letters(attention):
+    model, attn = attention
+    H, h = 96, 1
+    head = random_head(H, 3)
+    mu, sd = torch.zeros(H), torch.rand(H) + 0.5
+    dirs = torch.randn(H, 26)
+    write_head(attn, head, h, mu, sd, last_mean=torch.randn(H), letter_dirs=dirs)
+
+    def merged(proj):
+        lora = getattr(attn, proj)
+        return lora.base_layer.weight + lora.lora_B["default"].weight @ lora.lora_A["default"].weight * lora.scaling["default"]
+
+    with torch.no_grad():
+        assert torch.allclose(merged("v_proj")[:26], head.P / sd, atol=1e-5)  # group 0's first 26 value dims
+        block = merged("o_proj")[:, h * 32:(h + 1) * 32]
+        assert torch.allclose(block[:, :26], dirs * head.beta, atol=1e-5) and block[:, 26:].abs().max() < 1e-5
+        assert torch.allclose(merged("q_proj")[h * 32:(h + 1) * 32][[d for d in range(32) if d not in slow_rotary_dims(32, 4)]],
+                              torch.zeros(28, H), atol=1e-5)  # the head's own query is gone
+        assert torch.allclose(letter_bias(head, mu, sd), head.bias + head.beta * head.p)
+
+
+def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_continues(tmp_path):
+    """main(): fits on a tiny real-shaped base (head dim 32), writes, exports; the arm loads hash-checked, its
+    val reading is what its Decider says, and train.decision_smollm2's warmup continues from it (--top_layers 1)."""
+    import subprocess
+    import sys
+
+    from core.decision.data.store import read_partition
+    from core.decision.export.adapter import load_adapter_decider
+    from core.decision.questions import Choice
+    from tests.fixtures.tiny_adapter_arm import build_tiny_llama
+    from train.decision_graft import GraftConfig, main
+    from train.decision_natural_data import NaturalDataConfig, main as natural
+    from train.decision_smollm2 import SmolConfig, main as smol, pool
+
+    base = build_tiny_llama(tmp_path / "base", hidden_size=96, num_attention_heads=3, num_key_value_heads=1, head_dim=32,
+                            num_hidden_layers=2, intermediate_size=32)
+    natural(NaturalDataConfig(out=tmp_path / "natural", tickets={"train": 20, "val": 6, "test": 4}, seed=0))
+    synthetic = tmp_path / "synthetic"
+    subprocess.run([sys.executable, "-m", "train.decision_data", "--out", str(synthetic), "--format", "2", "--warmup", "8",
+                    "--rl", "2", "--val", "4", "--test", "2", "--cued-format", "0", "--cued-warmup", "0", "--cued-rl", "0",
+                    "--probe-per-kind", "1"], check=True, capture_output=True)
+    data = dict(base=str(base), natural=str(tmp_path / "natural"), synthetic=str(synthetic), val_rows=6, threads=1)
+    log = main(GraftConfig(out=str(tmp_path / "runs" / "graft"), rows=16, probe_rows=8, rank=3, head=1, steps=3, **data))
+    arm = tmp_path / "runs" / "graft" / "model"
+    assert 0 <= log["val_written"]["accuracy"] <= 1 and (tmp_path / "runs" / "graft" / "graft_log.json").is_file()
+    decider = load_adapter_decider(arm)
+    val = pool(SmolConfig(natural_share=0.6, **data), "val", 6)
+    hits = [max(p := decider.decide(r.state, [Choice(r.question, r.options)])[0].probs, key=p.get) == r.options[r.label]
+            for r in val]
+    assert sum(hits) / len(hits) == pytest.approx(log["val_written"]["accuracy"])
+    row = read_partition(tmp_path / "natural", "val")[0]
+    smol(SmolConfig(stage="warmup", init=str(arm), out=str(tmp_path / "runs" / "warmup"), rows=8, natural_share=0.5,
+                    top_layers=1, steps=1, batch=4, eval_every=1, **data))
+    assert load_adapter_decider(tmp_path / "runs" / "warmup" / "model").decide(row.state, [Choice(row.question, row.options)])
