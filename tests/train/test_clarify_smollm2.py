@@ -28,8 +28,9 @@ def test_the_adapter_continues_the_warmups_shape_and_fits_the_budget():
     assert declared_budget(SHIP) == 256
     shipped = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file())
     # the brief's cap is 150 MB; this tighter guard grew to 80 MB when the three pooled readouts took the base's
-    # tokenizer (3.4 MB each, one git blob) so that transformers serve can host them
-    assert shipped < 80e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
+    # tokenizer (3.4 MB each, one git blob) so that transformers serve can host them, and to 100 MB with the three
+    # SmolLM2 letter arms (4.4 MB each, the same tokenizer again)
+    assert shipped < 100e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
 
 
 def test_the_card_and_logs_record_how_it_was_made():
