@@ -5,7 +5,8 @@ state is read once and kept under ``--out``; the stages train only the bilinear 
 (seconds each). The recipes are the tiny arms' (``core.decision.training``: the NLL of the label; bandit
 REINFORCE with the leave-one-out baseline, r = c - p_a or r = c, the judge revealing only sampled
 outcomes). Data: natural tickets (``train.decision_natural_data``; warmup the first two thirds of the
-train tickets, RL the last third, val and test families held out) beside synthetic rows
+train tickets, RL the last third, or with ``--rl_split families`` RL the rows whose answer a third of the train
+families decide, families the warmup never read; val and test families held out) beside synthetic rows
 (``train.decision_data``: warmup / rl / val / test partitions). Evaluation on the natural test split
 (every row), a synthetic test prefix and the probe, with context-clustered 95% intervals and paired
 differences (``core.decision.evaluation.scores``), written to ``--json``.
@@ -34,6 +35,7 @@ from train.decision_smollm2 import BASE
 from train.split_body import stored
 
 ARMS = ("warmup", "rlcd", "rlvr")
+RL_SPLITS = ("tickets", "families")
 PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"))
 
 
@@ -53,6 +55,10 @@ class PooledConfig:
     samples: int = field(default=4, metadata={"help": "RL: options sampled per row (G)"})
     rl_lr: float = field(default=1e-5, metadata={"help": "RL learning rate (AdamW, no weight decay)"})
     l2: float = field(default=0.3, metadata={"help": "L2 penalty on the head's weights, added to every stage's loss"})
+    rl_split: str = field(default="tickets", metadata={
+        "help": "natural train rows for RL: 'tickets' (the last third of the tickets, the warmup's families) or "
+                "'families' (rows decided by a third of the families, drawn per label with --seed; the warmup never "
+                "reads those families)"})
     threads: int = field(default=2, metadata={"help": "torch threads"})
     seed: int = field(default=0, metadata={"help": "order, sampling and bootstrap seed"})
     resamples: int = field(default=2000, metadata={"help": "bootstrap resamples (whole contexts)"})
@@ -63,6 +69,10 @@ class PooledConfig:
         "help": "NAME=URL: also score the natural test rows and the probe through a System One endpoint serving arm "
                 "NAME (python -m core.decision.serve DIR), as arm served-NAME, and compare with the local NAME"})
 
+    def __post_init__(self):
+        if self.rl_split not in RL_SPLITS:
+            raise ValueError(f"--rl_split must be one of {RL_SPLITS}, got {self.rl_split!r}")
+
 
 # ---- data and features
 
@@ -70,14 +80,41 @@ class PooledConfig:
 def datasets(config: PooledConfig) -> dict[str, list]:
     """warmup / rl / val pools and the natural, synthetic and probe test sets."""
     nat = read_partition(Path(config.natural), "train")
-    cut = (len(nat) * 2 // 3) // 3 * 3  # whole tickets: three rows each, in order
+    if config.rl_split == "families":
+        held = rl_families(config.seed)
+        warm, rl = [r for r in nat if not deciding_families(r) & held], [r for r in nat if deciding_families(r) & held]
+    else:
+        cut = (len(nat) * 2 // 3) // 3 * 3  # whole tickets: three rows each, in order
+        warm, rl = nat[:cut], nat[cut:]
     syn = lambda part, n: read_partition(Path(config.synthetic), part)[:n]  # noqa: E731
-    return {"warmup": nat[:cut] + syn("warmup", config.synthetic_rows),
-            "rl": nat[cut:] + syn("rl", config.synthetic_rows // 2),
+    return {"warmup": warm + syn("warmup", config.synthetic_rows),
+            "rl": rl + syn("rl", config.synthetic_rows // 2),
             "val": read_partition(Path(config.natural), "val") + syn("val", 600),
             "natural": read_partition(Path(config.natural), "test"),
             "synthetic": syn("test", config.eval_synthetic_rows),
             "probe": syn("probe", config.probe_rows)}
+
+
+def rl_families(seed: int) -> frozenset[str]:
+    """A third of the train issue families of each department and of the urgency families of each priority,
+    as row tags: RL on rows these decide prices the confidence of families the warmup never read, as val and
+    test families are."""
+    from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES, families_in
+
+    rng, held = random.Random(seed), set()
+    for prefix, table in (("family:", ISSUE_FAMILIES), ("urgency:", URGENCY_FAMILIES)):
+        train = families_in("train", table)
+        for label in sorted({f.label for f in train}):
+            names = sorted(f.name for f in train if f.label == label)
+            rng.shuffle(names)
+            held |= {prefix + n for n in names[: len(names) // 3]}
+    return frozenset(held)
+
+
+def deciding_families(row) -> set[str]:
+    """The family tags that fix a natural row's answer: the issue families for the department, else the urgency."""
+    prefix = "family:" if "department" in row.tags else "urgency:"
+    return {t for t in row.tags if t.startswith(prefix)}
 
 
 def features(reader: PooledReader, sets: dict[str, list], cache: Path) -> tuple[dict, dict]:
@@ -209,7 +246,7 @@ def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log, loa
     for arm in ("rlcd", "rlvr"):
         heads[arm] = train_arm(config, arm, copy.deepcopy(heads["warmup"]), sets["rl"], t["rl"], sets["val"], t["val"], log)
     for arm, head in heads.items():
-        training = {"arm": arm, "base": config.base, "layer": config.layer, "l2": config.l2,
+        training = {"arm": arm, "base": config.base, "layer": config.layer, "l2": config.l2, "rl_split": config.rl_split,
                     "recipe": "NLL of the label" if arm == "warmup" else
                               f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if arm == 'rlcd' else 'c'}, from the warmup",
                     "rows": len(sets["warmup" if arm == "warmup" else "rl"]),

@@ -1,6 +1,7 @@
 """The pooled-readout arms' training on a tiny random Llama base: warmup, RLCD and RLVR fit on cached
 features, export folders that load (hash-checked) and answer as the evaluation read them."""
 
+import collections
 import dataclasses
 import json
 
@@ -80,3 +81,38 @@ def test_warmup_learns_a_bilinear_rule_and_rl_keeps_it():
     for arm in ("rlcd", "rlvr"):
         assert acc(dp.train_arm(config, arm, copy.deepcopy(warm), rows, t, rows, t, logged.append)) > 0.85
     assert isinstance(head, PooledHead) and Judge(rows)(0, int(t[3][0])) == 1.0
+
+
+def test_rl_families_hold_out_a_third_of_each_label_drawn_by_seed():
+    from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES
+
+    held = dp.rl_families(0)
+    label = {**{"family:" + f.name: f.label for f in ISSUE_FAMILIES}, **{"urgency:" + f.name: f.label for f in URGENCY_FAMILIES}}
+    assert sorted(collections.Counter(label[t] for t in held).items()) == sorted(
+        {"BILLING": 2, "INFRASTRUCTURE": 2, "SECURITY": 2, "PRODUCT_SUPPORT": 2,
+         "P3_LOW": 1, "P2_NORMAL": 1, "P1_HIGH": 1, "P0_CRITICAL": 1}.items())
+    train = {"family:" + f.name for f in ISSUE_FAMILIES if f.split == "train"} | {
+        "urgency:" + f.name for f in URGENCY_FAMILIES if f.split == "train"}
+    assert held <= train and dp.rl_families(0) == held and dp.rl_families(1) != held
+
+
+def test_deciding_families_are_the_issue_families_for_departments_else_the_urgency():
+    row = lambda *tags: type("Row", (), {"tags": list(tags)})()  # noqa: E731
+    assert dp.deciding_families(row("family:a", "family:b", "urgency:u", "ambiguous", "department")) == {"family:a", "family:b"}
+    assert dp.deciding_families(row("family:a", "urgency:u", "priority")) == {"urgency:u"}
+    assert dp.deciding_families(row("family:a", "urgency:u", "escalate")) == {"urgency:u"}
+
+
+def test_the_families_split_gives_rl_every_row_the_held_families_decide_and_the_warmup_none(pooled_data):
+    _, natural, synthetic = pooled_data
+    config = dp.PooledConfig(natural=str(natural), synthetic=str(synthetic), synthetic_rows=6, rl_split="families")
+    sets, held = dp.datasets(config), dp.rl_families(config.seed)
+    nat = lambda rows: [r for r in rows if r.source == "natural"]  # noqa: E731
+    warm, rl = nat(sets["warmup"]), nat(sets["rl"])
+    assert rl and warm and all(dp.deciding_families(r) & held for r in rl)
+    assert not any(dp.deciding_families(r) & held for r in warm)
+    everything = dp.datasets(dataclasses.replace(config, rl_split="tickets"))
+    assert sorted(map(repr, warm + rl)) == sorted(map(repr, nat(everything["warmup"]) + nat(everything["rl"])))
+    assert len(sets["rl"]) - len(rl) == 3  # the synthetic RL rows as before
+    with pytest.raises(ValueError, match="--rl_split must be one of"):
+        dp.PooledConfig(rl_split="contexts")
