@@ -17,14 +17,14 @@ CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
 .dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
 .dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
-#dq-table th, #dq-table th *, #dq-table td, #dq-table td * { word-break: keep-all !important;
-  overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
-#dq-table th, #dq-table td { padding: 4px 5px !important; font-size: 12px !important; }
+#dq-table th, #dq-table th *, #dq-table td, #dq-table td *, #dq-table .body-cell, #dq-table .body-cell * {
+  word-break: keep-all !important; overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
+#dq-table th, #dq-table td, #dq-table .body-cell { padding: 4px 4px !important; font-size: 12px !important; }
 #dq-table th * { white-space: normal !important; overflow: visible !important; }
 """
-ANSWER_WIDTHS = ["11%", "5%", "9%", "11%", "12%", "7%", "10%", "10%", "8%", "17%"]
-"""Answers table columns (``h.TABLE_COLUMNS``): wide enough that no header breaks inside a word and the
-last column ("input vs training") stays on screen."""
+ANSWER_WIDTHS = ["22%", "4%", "10%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
+"""Answers table columns (``h.TABLE_COLUMNS``) across the tab: wide enough that no header, model name or number
+breaks inside a word (Gradio 6 draws body cells as ``div.body-cell``, not ``td``) and the last column stays on screen."""
 STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
               "(shown as a record below).")
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
@@ -81,10 +81,10 @@ def _ask_panel(models_dir: gr.State):
     with gr.Row():
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
-                example = gr.Dropdown(example_names(), value=None, label="Example state", scale=3)
-                model_a, model_b = _model_dropdowns(models_dir.value, scale=3, elem_id="dq-model")
+                model_a, model_b = _model_dropdowns(models_dir.value, scale=1, elem_id="dq-model")
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
+            example = gr.Dropdown(example_names(), value=None, label="Example state")
             state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
             state_err = _error_line()
             record = gr.Dataframe(label="State as a record", visible=False, interactive=False, wrap=True)
@@ -96,10 +96,11 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=6):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
-            table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
-                                 column_widths=ANSWER_WIDTHS)
-            with gr.Accordion("Raw answers (System One shape)", open=False):
-                raw = gr.JSON(show_label=False)
+    # the table spans the tab: ten columns of model names and numbers do not fit beside the questions
+    table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
+                         column_widths=ANSWER_WIDTHS)
+    with gr.Accordion("Raw answers (System One shape)", open=False):
+        raw = gr.JSON(show_label=False)
 
     model_a.change(h.model_note, [models_dir, model_a], model_note, api_name=False)
     state.change(h.state_preview, state, [state_err, record], api_name=False, show_progress="hidden")

@@ -104,3 +104,32 @@ def open_decisions(browser, url: str):
     page.get_by_role("tab", name="Decisions").click()
     page.get_by_text("ready to load from", exact=False).first.wait_for(timeout=WAIT_MS)
     return page
+
+
+BROKEN_WORDS_JS = """(selector) => {
+  const out = [];
+  for (const el of document.querySelectorAll(selector)) {
+    if (!el.getClientRects().length || !el.getBoundingClientRect().height) continue;  // hidden sizing rows
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let node, text = '', tops = [];
+    while ((node = walker.nextNode())) {
+      for (let i = 0; i < node.length; i++) {
+        const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+        const box = r.getBoundingClientRect();
+        if (!box.width && !box.height) continue;
+        text += node.data[i]; tops.push(Math.round(box.top));
+      }
+    }
+    for (let i = 1; i < text.length; i++)
+      if (tops[i] > tops[i - 1] + 2 && /[A-Za-z0-9_.]/.test(text[i - 1]) && /[A-Za-z0-9_.]/.test(text[i]))
+        out.push(text.slice(0, i) + '|' + text.slice(i));
+    if (el.scrollWidth > el.clientWidth + 1) out.push(text + ' (clipped)');
+  }
+  return out;
+}"""
+
+
+def broken_words(page, selector: str) -> list[str]:
+    """Texts under ``selector`` that the page draws with a line break inside a word ('|' marks it) or cut off
+    at the element's edge: a table too narrow for what it shows."""
+    return page.evaluate(BROKEN_WORDS_JS, selector)

@@ -7,7 +7,7 @@ the calibration view. Screenshots land in the test's tmp_path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, warm_decisions
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
@@ -40,6 +40,9 @@ def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     svg = plot.inner_text()
     assert "Which team should handle this?" in svg and "Should someone be paged now?" in svg
     assert svg.count("★") == 2  # one chosen option per question
+    page.locator("#dq-table .body-cell").first.wait_for(timeout=WAIT_MS)
+    # every header, model name and number is drawn whole: breaks only at spaces and hyphens, nothing cut off
+    assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []
     page.screenshot(path=str(tmp_path / "decisions_ask.png"), full_page=True)
     # bad input: an option list with one entry gets a message next to its row, the tab keeps working
     page.get_by_label("q1 options").fill("only one")
