@@ -50,7 +50,7 @@ def check_upload(upload: str | None) -> dict:
     if not upload:
         return _error(None)
     try:
-        evalsets.load_items(evalsets.SOURCES[2], 0, upload)
+        evalsets.load_items(evalsets.UPLOAD, 0, upload)
     except ValueError as err:
         return _error(str(err))
     return _error(None)
@@ -281,7 +281,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
     note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
-    if source == evalsets.SOURCES[2]:  # an uploaded set: is it the kind of text the models were trained on?
+    if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
@@ -300,7 +300,7 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     summaries = []
     try:
-        items = evalsets.load_items(evalsets.SOURCES[1], int(tickets))
+        items = evalsets.load_items(evalsets.PROBE, int(tickets))
         summaries = [] if errors else reports.probe_view(deciders, items)
     except ValueError as err:
         errors[_field_of(err)] = _reason(err)

@@ -8,7 +8,7 @@ call the same functions, including ``/score`` with System One's request and answ
 
 import gradio as gr
 
-from core.decision.evaluation.evalsets import SOURCES
+from core.decision.evaluation.evalsets import NATURAL, SOURCES
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 from demo.decisions.examples import example_names
@@ -133,8 +133,9 @@ def _calibration_panel(models_dir: gr.State):
     with gr.Row():
         with gr.Column(scale=4):
             model_a, model_b, note, model_err = _pickers(models_dir.value)
-            source = gr.Radio(list(SOURCES), value=SOURCES[0], label="Evaluation set")
-            contexts = gr.Slider(10, 1000, value=50, step=10, label="Contexts (test split) / tickets per kind (probe)",
+            source = gr.Radio(list(SOURCES), value=NATURAL, label="Evaluation set")
+            contexts = gr.Slider(10, 1000, value=50, step=10,
+                                 label="Contexts (test split) / tickets (natural) / tickets per kind (probe)",
                                  info="Every row runs through the model on this CPU; start small.")
             upload = gr.File(label="Labelled file (.jsonl or .csv)", file_types=[".jsonl", ".json", ".csv"],
                              type="filepath", height=110, elem_id="dq-upload")

@@ -1,5 +1,5 @@
-"""Labelled evaluation sets for calibration evaluation: our test split, the
-known-posterior probe, or an uploaded JSONL/CSV file in the format below.
+"""Labelled evaluation sets for calibration evaluation: our test split, the natural tickets' test split,
+the known-posterior probe, or an uploaded JSONL/CSV file in the format below.
 
 Upload format, one labelled question per JSONL line (or CSV row with the same column names):
 
@@ -155,13 +155,22 @@ def probe_items(tickets_per_kind: int, seed: int = 0) -> list[EvalItem]:
     return [item_from_row(r) for r in probe_rows(seed, tickets_per_kind)]
 
 
-SOURCES = ("our test split", "known-posterior probe", "uploaded file")
+def natural_items(tickets: int, seed: int = 0) -> list[EvalItem]:
+    """The first ``tickets`` tickets of the natural test split (issue and urgency families no training row
+    uses; department, priority and page-now questions): the set the real-body arms are judged on."""
+    from core.decision.data.natural import natural_contexts
+
+    return [item_from_row(r) for rows in natural_contexts("test", tickets, seed) for r in rows]
+
+
+SPLIT, NATURAL, PROBE, UPLOAD = "our test split", "natural tickets (held-out families)", "known-posterior probe", "uploaded file"
+SOURCES = (SPLIT, NATURAL, PROBE, UPLOAD)
 """The evaluation sets the calibration view offers."""
 
 
 def load_items(source: str, contexts: int, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
-    """Items of one of ``SOURCES``: ``contexts`` test contexts, probe tickets per kind, or the file."""
-    if source == SOURCES[2]:
+    """Items of one of ``SOURCES``: ``contexts`` test contexts, natural tickets, probe tickets per kind, or the file."""
+    if source == UPLOAD:
         if not upload:
             raise EvalSetError("upload a .jsonl or .csv file first (format: see 'Upload format')")
         path = Path(upload)  # a server temporary path: messages name only the file
@@ -169,6 +178,7 @@ def load_items(source: str, contexts: int, upload: str | None = None, seed: int 
             raise EvalSetError(f"{path.name} is {path.stat().st_size / 2**20:.0f} MB; uploads are limited to "
                                f"{MAX_UPLOAD_BYTES // 2**20} MB ({MAX_UPLOAD_ROWS} rows)")
         return parse_upload(path.name, path.read_bytes())
-    if source not in SOURCES:
+    generated = {SPLIT: split_items, NATURAL: natural_items, PROBE: probe_items}
+    if source not in generated:
         raise EvalSetError(f"unknown evaluation set {source!r}; pick one of {list(SOURCES)}")
-    return split_items(contexts, seed) if source == SOURCES[0] else probe_items(contexts, seed)
+    return generated[source](contexts, seed)

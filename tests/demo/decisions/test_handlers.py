@@ -157,6 +157,17 @@ def test_calibrate_on_an_upload_two_models_and_temperature(models_dir, tmp_path)
     assert "tiny-a: " in note and "tiny-b: " in note and "states" in note  # each model's out-of-distribution note
 
 
+def test_calibrate_on_natural_tickets_says_how_many_states_are_unlike_the_training_data(models_dir):
+    from core.decision.evaluation.evalsets import NATURAL
+
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False)
+    assert not set_err["visible"] and not model_err["visible"]
+    assert note.startswith("30 rows from natural tickets (held-out families)")
+    # the tiny arms' vocabulary was fitted on synthetic tickets: people's tickets are out of distribution
+    assert "tiny-a: " in note and "out of distribution" in note
+    assert table["metric"][0] == "accuracy"
+
+
 @pytest.mark.parametrize("text, message", [
     ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "c"}\n', "line 1: label 'c' is not one of"),
     ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "a"}\n{oops\n', "line 2: not JSON"),

@@ -77,3 +77,21 @@ def test_generated_sets_when_the_data_generators_exist():
     assert len(split) == 12 and len({it.context_id for it in split}) == 4
     assert len(probe) == 12  # 6 tickets, department + escalate each
     assert sum("two_cue" in it.tags for it in probe) == 6
+
+
+def test_natural_tickets_are_the_natural_test_split_in_its_order():
+    pytest.importorskip("core.decision.data")
+    from core.decision.data.natural import natural_contexts
+    from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES
+    from core.decision.evaluation.evalsets import NATURAL, natural_items
+
+    items = load_items(NATURAL, 4)
+    assert len(items) == 12 and len({it.context_id for it in items}) == 4
+    rows = [r for rows in natural_contexts("test", 4, 0) for r in rows]
+    assert [(it.context_id, it.state, it.question.text, it.label) for it in items] == [
+        (r.context_id, r.state, r.question, r.label) for r in rows]
+    assert natural_items(2) == items[:6]  # a prefix of the same tickets, whatever the count
+    test_only = {f"family:{f.name}" for f in ISSUE_FAMILIES if f.split == "test"} | {
+        f"urgency:{f.name}" for f in URGENCY_FAMILIES if f.split == "test"}
+    families = [{t for t in it.tags if ":" in t} for it in items]
+    assert all(families) and all(f <= test_only for f in families)  # families no training row uses

