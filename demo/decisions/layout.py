@@ -81,7 +81,7 @@ def _ask_panel(models_dir: gr.State):
     with gr.Row():
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
-                model_a, model_b = _model_dropdowns(models_dir.value, scale=1, elem_id="dq-model")
+                model_a, model_b = _model_dropdowns(models_dir.value, elem_id="dq-model")
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
             example = gr.Dropdown(example_names(), value=None, label="Example state")
@@ -114,17 +114,18 @@ def _ask_panel(models_dir: gr.State):
     return model_a, model_b, model_note
 
 
-def _model_dropdowns(models_dir: str, scale: int, elem_id: str | None = None):
-    """The two model pickers, filled now (the API schema lists every model) and refreshed on load."""
+def _model_dropdowns(models_dir: str, elem_id: str | None = None):
+    """The two model pickers, filled now (the API schema lists every model) and refreshed on load; the first
+    wider, so a shipped name such as decision-smollm2-pooled-rlcd shows whole."""
     labels, optional, first = h.picker_choices(models_dir)
-    return (gr.Dropdown(labels, value=first, label="Decision model", scale=scale, allow_custom_value=True,
+    return (gr.Dropdown(labels, value=first, label="Decision model", scale=3, allow_custom_value=True,
                         info=PICKER_INFO, elem_id=elem_id),
-            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=scale, allow_custom_value=True))
+            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=2, allow_custom_value=True))
 
 
 def _pickers(models_dir: str):
     with gr.Row(equal_height=True):
-        model_a, model_b = _model_dropdowns(models_dir, scale=1)
+        model_a, model_b = _model_dropdowns(models_dir)
     note = gr.Markdown()
     return model_a, model_b, note, _error_line()
 
