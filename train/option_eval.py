@@ -4,7 +4,9 @@ Rows are the test split's questions (the letter models' test contexts, rewritten
 ``train.option_data``); claim questions form the abstention probe. ``correct`` is 1 when the top
 option is the truth, so a question whose truth is missing from the options is always an error:
 that is what the confidence head is for. accuracy, wrong/coverage at p >= 0.9 (p = max p) and the
-AURCs use every row; nll, ece, brier use rows whose truth is shown. 95% intervals resample whole
+AURCs use every row; nll, ece, brier use rows whose truth is shown. So that accuracy and ECE are read on the
+same rows, ``accuracy_shown`` (rows whose truth is shown) and ``ece_all`` (every row, a missing truth an
+error at its max p) stand beside them. 95% intervals resample whole
 contexts (core.stats). RLCD sees the same rows in its own format: canonical question and option
 texts, no "none of the above", its max p as its confidence.
 
@@ -116,6 +118,8 @@ def metrics(rows: Rows, resamples: int, seed: int) -> dict:
 
     stats = {
         "accuracy": lambda idx: float(correct[idx].mean()),
+        "ece_all": lambda idx: cal.ece_from(max_p[idx], correct[idx]),
+        "accuracy_shown": on_shown(lambda idx: float(correct[idx].mean())),
         "nll": on_shown(lambda idx: float(nll[idx].mean())),
         "ece": on_shown(lambda idx: cal.ece_from(max_p[idx], correct[idx])),
         "brier": on_shown(lambda idx: float(brier[idx].mean())),
@@ -152,7 +156,7 @@ def abstention(rows: Rows, which: str, resamples: int, seed: int) -> dict:
     return out
 
 
-KEYS = ("accuracy", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head", "aurc_max_p",
+KEYS = ("accuracy", "ece_all", "accuracy_shown", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head", "aurc_max_p",
         "aurc_head_minus_max_p", "abstention_conf_stated", "abstention_conf_unstated")
 
 
@@ -224,7 +228,7 @@ if __name__ == "__main__":
     for name, r in (("option-scorer", res), ("rlcd", res.get("rlcd"))):
         if r:
             print(name, {k: round(v["mean"], 4) if isinstance(v, dict) else v for k, v in r.items()
-                         if k in ("accuracy", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head",
+                         if k in ("accuracy", "ece_all", "accuracy_shown", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head",
                                   "aurc_max_p", "abstention_conf_stated", "abstention_conf_unstated")})
     if "aurc_head_minus_max_p" in res:
         print("aurc_head_minus_max_p", res["aurc_head_minus_max_p"])

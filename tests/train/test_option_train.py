@@ -56,7 +56,7 @@ def test_data_to_model_to_eval(data, tmp_path):
     assert {r["phase"] for r in log} >= {"scorer", "temperature", "head", "done"}
     res = evaluate(EvalConfig(model=str(root), data=str(data), rlcd="checkpoints/decision-rlcd", resamples=20,
                               json=str(tmp_path / "eval.json")))
-    keys = {"accuracy", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head", "aurc_max_p",
+    keys = {"accuracy", "ece_all", "accuracy_shown", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head", "aurc_max_p",
             "aurc_head_minus_max_p", "abstention_conf_stated", "abstention_conf_unstated"}
     assert keys <= set(res) and {"mean", "lo", "hi"} <= set(res["aurc_head_minus_max_p"])
     assert keys - {"aurc_head", "aurc_head_minus_max_p"} <= set(res["rlcd"]) and "aurc_head" not in res["rlcd"]
@@ -102,3 +102,17 @@ def test_a_stopped_run_resumes_from_its_checkpoint(data, tmp_path):
     meta = [json.loads(line) for line in (tmp_path / "run" / "meta.jsonl").read_text().splitlines()]
     assert [m["resume"] for m in meta] == [False, True]
     assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["step"] == 3
+
+
+def test_accuracy_and_ece_are_also_read_on_each_others_rows():
+    from train.option_eval import Rows, metrics
+
+    rows = Rows()
+    # two contexts: a right answer at 0.8, a wrong one at 0.6, and a question whose truth is missing (top p 0.9)
+    rows.add([0.8, 0.2], 0, 0.7, "a", [])
+    rows.add([0.6, 0.4], 1, 0.5, "a", [])
+    rows.add([0.9, 0.1], None, 0.2, "b", [])
+    out = metrics(rows, resamples=20, seed=0)
+    assert out["accuracy"]["mean"] == pytest.approx(1 / 3) and out["accuracy_shown"]["mean"] == pytest.approx(1 / 2)
+    # ECE on shown rows: bins 0.6 and 0.8, |0.6 - 0| + |0.8 - 1| over 2; on every row the missing one adds |0.9 - 0|
+    assert out["ece"]["mean"] == pytest.approx((0.6 + 0.2) / 2) and out["ece_all"]["mean"] == pytest.approx((0.6 + 0.2 + 0.9) / 3)
