@@ -65,8 +65,10 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
     fig.update_xaxes(range=[0, 1.12], tickformat=".0%", gridcolor="#e5e7eb")
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_layout(barmode="group", height=110 + 34 * sum(sizes) * max(1, len(results)) + 60 * len(qids),
-                      margin=dict(l=10, r=30, t=50, b=30), plot_bgcolor="white", font=FONT,
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                      margin=dict(l=10, r=30, t=80, b=30), plot_bgcolor="white", font=FONT,
+                      # in the top margin, right of the plot label and above the first question's title (long model
+                      # names overlapped that title)
+                      legend=dict(orientation="h", yref="container", y=1, yanchor="top", x=1, xanchor="right"),
                       bargap=0.25)
     fig.update_annotations(font_size=13, x=0, xanchor="left")
     return fig

@@ -133,3 +133,15 @@ def broken_words(page, selector: str) -> list[str]:
     """Texts under ``selector`` that the page draws with a line break inside a word ('|' marks it) or cut off
     at the element's edge: a table too narrow for what it shows."""
     return page.evaluate(BROKEN_WORDS_JS, selector)
+
+
+def overlapping(page, first: str, second: str) -> list[str]:
+    """Pairs of visible elements matching ``first`` and ``second`` whose boxes intersect, as their texts."""
+    return page.evaluate("""([a, b]) => {
+      const boxes = (sel) => [...document.querySelectorAll(sel)].map(e => [e.textContent.trim(), e.getBoundingClientRect()])
+        .filter(([, r]) => r.width && r.height);
+      const out = [];
+      for (const [ta, ra] of boxes(a)) for (const [tb, rb] of boxes(b))
+        if (ra.left < rb.right && rb.left < ra.right && ra.top < rb.bottom && rb.top < ra.bottom) out.push(ta + ' / ' + tb);
+      return out;
+    }""", [first, second])

@@ -7,7 +7,7 @@ the calibration view. Screenshots land in the test's tmp_path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, overlapping, warm_decisions
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
@@ -43,6 +43,9 @@ def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     page.locator("#dq-table .body-cell").first.wait_for(timeout=WAIT_MS)
     # every header, model name and number is drawn whole: breaks only at spaces and hyphens, nothing cut off
     assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []
+    # the legend (model names) sits clear of the questions' titles and of the plot's label
+    assert page.locator("#dq-answers .legend .traces").count() >= 1
+    assert overlapping(page, "#dq-answers .legend", "#dq-answers .annotation, #dq-answers label") == []
     page.screenshot(path=str(tmp_path / "decisions_ask.png"), full_page=True)
     # bad input: an option list with one entry gets a message next to its row, the tab keeps working
     page.get_by_label("q1 options").fill("only one")

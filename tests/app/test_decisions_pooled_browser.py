@@ -4,7 +4,7 @@ answered as one, and a request of another kind comes with the embedding familiar
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, overlapping, warm_decisions
 
 pytestmark = pytest.mark.browser
 MODEL = "decision-smollm2-pooled-rlcd"
@@ -38,6 +38,7 @@ def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tm
     assert page.get_by_text("⚠ unlike it", exact=False).count() == 0
     assert "BILLING" in page.locator("#dq-answers .js-plotly-plot").inner_text()
     assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []  # the long model name drawn whole
+    assert overlapping(page, "#dq-answers .legend", "#dq-answers .annotation, #dq-answers label") == []  # clear of titles
     page.screenshot(path=str(tmp_path / "decisions_pooled_ticket.png"), full_page=True)
     page.locator("#dq-state textarea").fill("Plan a three-day trip to Lisbon for my parents in May.")
     page.locator("#dq-ask").click()
