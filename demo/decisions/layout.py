@@ -17,10 +17,10 @@ CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
 .dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
 .dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
-#dq-table th, #dq-table th *, #dq-table td, #dq-table td *, #dq-table .body-cell, #dq-table .body-cell * {
+.dq-words th, .dq-words th *, .dq-words td, .dq-words td *, .dq-words .body-cell, .dq-words .body-cell * {
   word-break: keep-all !important; overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
-#dq-table th, #dq-table td, #dq-table .body-cell { padding: 4px 4px !important; font-size: 12px !important; }
-#dq-table th * { white-space: normal !important; overflow: visible !important; }
+.dq-words th, .dq-words td, .dq-words .body-cell { padding: 4px 4px !important; font-size: 12px !important; }
+.dq-words th * { white-space: normal !important; overflow: visible !important; }
 """
 ANSWER_WIDTHS = ["22%", "4%", "10%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
 """Answers table columns (``h.TABLE_COLUMNS``) across the tab: wide enough that no header, model name or number
@@ -98,7 +98,7 @@ def _ask_panel(models_dir: gr.State):
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
     # the table spans the tab: ten columns of model names and numbers do not fit beside the questions
     table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
-                         column_widths=ANSWER_WIDTHS)
+                         elem_classes=["dq-words"], column_widths=ANSWER_WIDTHS)
     with gr.Accordion("Raw answers (System One shape)", open=False):
         raw = gr.JSON(show_label=False)
 
@@ -168,7 +168,8 @@ def _probe_panel(models_dir: gr.State):
     run = gr.Button("Run probe", variant="primary", elem_id="dq-probe")
     figure = gr.Plot(show_label=False, elem_id="dq-probe-plot")
     table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False,
-                         headers=["probe group", "model", "ideal"])
+                         headers=["probe group", "model", "ideal"], wrap=True, elem_id="dq-probe-table",
+                         elem_classes=["dq-words"])  # headers wrap between words: every column on screen
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     run.click(h.probe, [models_dir, model_a, model_b, tickets], [set_err, model_err, figure, table], api_name="probe")
     return model_a, model_b, note

@@ -45,3 +45,22 @@ def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tm
     page.get_by_text(f"Out of distribution for {MODEL}", exact=False).wait_for(timeout=WAIT_MS)
     assert page.get_by_text("⚠ unlike it (familiarity", exact=False).count() >= 1
     page.screenshot(path=str(tmp_path / "decisions_pooled_stranger.png"), full_page=True)
+
+
+def test_the_probe_compares_two_real_body_arms_in_a_table_that_fits(browser, app_url, tmp_path):
+    page = open_decisions(browser, app_url)
+    page.get_by_role("tab", name="Probe").click()
+    page.get_by_label("Compare with (optional)").last.click()
+    page.get_by_role("option", name="decision-smollm2-pooled-rlvr").click()
+    tickets = page.get_by_label("number input for Tickets per kind", exact=False)
+    tickets.fill("20")  # the slider's least: seconds, not a minute
+    tickets.press("Enter")
+    assert tickets.input_value() == "20"
+    page.locator("#dq-probe").click()
+    page.locator("#dq-probe-plot .js-plotly-plot").wait_for(timeout=4 * WAIT_MS)
+    page.locator("#dq-probe-table .body-cell").first.wait_for(timeout=WAIT_MS)
+    shown = page.locator("#dq-probe-table").inner_text()
+    assert "two-cue department" in shown and "decision-smollm2-pooled-rlvr" in shown and "published RLCD" in shown
+    # eight columns with two long model names: every header and cell drawn whole, none cut at the edge
+    assert broken_words(page, "#dq-probe-table th, #dq-probe-table .body-cell") == []
+    page.screenshot(path=str(tmp_path / "decisions_pooled_probe.png"), full_page=True)
