@@ -116,12 +116,16 @@ def metrics(rows: Rows, resamples: int, seed: int) -> dict:
                 kept.size / idx.size if what == "coverage" else float("nan"))
         return stat
 
+    def accuracy(idx):
+        return float(correct[idx].mean())
+
+    def ece(idx):
+        return cal.ece_from(max_p[idx], correct[idx])
+
     stats = {
-        "accuracy": lambda idx: float(correct[idx].mean()),
-        "ece_all": lambda idx: cal.ece_from(max_p[idx], correct[idx]),
-        "accuracy_shown": on_shown(lambda idx: float(correct[idx].mean())),
+        "accuracy": accuracy, "ece_all": ece, "accuracy_shown": on_shown(accuracy),
         "nll": on_shown(lambda idx: float(nll[idx].mean())),
-        "ece": on_shown(lambda idx: cal.ece_from(max_p[idx], correct[idx])),
+        "ece": on_shown(ece),
         "brier": on_shown(lambda idx: float(brier[idx].mean())),
         "wrong_at_p90": at_p90(max_p, "wrong"), "coverage_at_p90": at_p90(max_p, "coverage"),
         "aurc_max_p": lambda idx: cal.selective_from(max_p[idx], correct[idx]).aurc,
@@ -228,7 +232,6 @@ if __name__ == "__main__":
     for name, r in (("option-scorer", res), ("rlcd", res.get("rlcd"))):
         if r:
             print(name, {k: round(v["mean"], 4) if isinstance(v, dict) else v for k, v in r.items()
-                         if k in ("accuracy", "ece_all", "accuracy_shown", "nll", "ece", "brier", "wrong_at_p90", "coverage_at_p90", "aurc_head",
-                                  "aurc_max_p", "abstention_conf_stated", "abstention_conf_unstated")})
+                         if k in KEYS and k != "aurc_head_minus_max_p"})  # that one is printed whole below
     if "aurc_head_minus_max_p" in res:
         print("aurc_head_minus_max_p", res["aurc_head_minus_max_p"])
