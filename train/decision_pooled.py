@@ -99,16 +99,34 @@ def rl_families(seed: int) -> frozenset[str]:
     """A third of the train issue families of each department and of the urgency families of each priority,
     as row tags: RL on rows these decide prices the confidence of families the warmup never read, as val and
     test families are."""
+    return family_folds(seed)[0]
+
+
+def family_folds(seed: int, k: int = 3) -> list[frozenset[str]]:
+    """The train families as ``k`` disjoint folds of row tags: each department's issue families and each
+    priority's urgency families shuffled with ``seed`` and cut into ``k`` runs, so every fold holds families
+    of every label."""
     from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES, families_in
 
-    rng, held = random.Random(seed), set()
+    rng, folds = random.Random(seed), [set() for _ in range(k)]
     for prefix, table in (("family:", ISSUE_FAMILIES), ("urgency:", URGENCY_FAMILIES)):
         train = families_in("train", table)
         for label in sorted({f.label for f in train}):
             names = sorted(f.name for f in train if f.label == label)
             rng.shuffle(names)
-            held |= {prefix + n for n in names[: len(names) // 3]}
-    return frozenset(held)
+            for j in range(k):
+                folds[j] |= {prefix + n for n in names[j * len(names) // k:(j + 1) * len(names) // k]}
+    return [frozenset(f) for f in folds]
+
+
+def fold_of(row, folds: list[frozenset[str]]) -> int:
+    """A natural row's fold: the first holding a family that decides it; a synthetic row's: its context's hash
+    (its templates are shared by every split, so a context is all it can be held out by)."""
+    if row.source == "natural":
+        hits = [j for j, f in enumerate(folds) if deciding_families(row) & f]
+        if hits:
+            return hits[0]
+    return int(hashlib.sha256(row.context_id.encode()).hexdigest(), 16) % len(folds)
 
 
 def deciding_families(row) -> set[str]:
@@ -236,15 +254,21 @@ def main(config: PooledConfig) -> dict:
     return report
 
 
-def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log, loaded) -> dict[str, PooledHead]:
-    """The warmup, then RLCD and RLVR from it, each saved under ``out/<arm>`` with its training record (and the
-    ``loaded`` base's config and tokenizer)."""
+def train_arms(config: PooledConfig, sets: dict, t: dict, log) -> dict[str, PooledHead]:
+    """The warmup on the ``warmup`` pool, then RLCD and RLVR from it on the ``rl`` pool (val read for the log)."""
     import copy
 
     heads = {"warmup": train_arm(config, "warmup", standardised_head(config, t["warmup"]), sets["warmup"], t["warmup"],
                                  sets["val"], t["val"], log)}
     for arm in ("rlcd", "rlvr"):
         heads[arm] = train_arm(config, arm, copy.deepcopy(heads["warmup"]), sets["rl"], t["rl"], sets["val"], t["val"], log)
+    return heads
+
+
+def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log, loaded) -> dict[str, PooledHead]:
+    """The warmup, then RLCD and RLVR from it, each saved under ``out/<arm>`` with its training record (and the
+    ``loaded`` base's config and tokenizer)."""
+    heads = train_arms(config, sets, t, log)
     for arm, head in heads.items():
         training = {"arm": arm, "base": config.base, "layer": config.layer, "l2": config.l2, "rl_split": config.rl_split,
                     "recipe": "NLL of the label" if arm == "warmup" else
