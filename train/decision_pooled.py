@@ -19,6 +19,7 @@ differences (``core.decision.evaluation.scores``), written to ``--json``.
 import hashlib
 import json
 import random
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,7 +276,7 @@ def trained_heads(config: PooledConfig, sets: dict, t: dict, out: Path, log, loa
                               f"bandit REINFORCE, leave-one-out baseline, r = {'c - p_a' if arm == 'rlcd' else 'c'}, from the warmup",
                     "rows": len(sets["warmup" if arm == "warmup" else "rl"]),
                     "steps": config.warmup_steps if arm == "warmup" else config.rl_steps, "seed": config.seed,
-                    "command": "python -m train.decision_pooled " + " ".join(f"--{k} {v}" for k, v in vars(config).items())}
+                    "command": "python -m train.decision_pooled " + " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in vars(config).items())}
         save_pooled(out / arm, head.eval(), base=config.base, layer=config.layer, training=training,
                     body_config=loaded.model.config, tokenizer=loaded.tokenizer)
     return heads

@@ -15,7 +15,9 @@ training record keeps T, the rows it was fitted on and the unscaled head's sha25
     python -m train.decision_pooled_temperature --arms warmup=DIR,rlcd=DIR,rlvr=DIR --out runs/smollm2-pooled-t
 """
 
+import dataclasses
 import json
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,8 @@ from core.decision.evaluation.reports import fit_temperature
 from core.decision.pooled import HEAD_FILE, PooledHead, PooledReader, load_head, read_card, save_pooled
 from train import decision_pooled as dp
 from train.decision_run import evaluate_probs, parse_config, write_report
+
+RUN = "python -m train.decision_pooled"
 
 
 @dataclass(frozen=True)
@@ -42,19 +46,14 @@ class TemperatureConfig:
 
 
 def recipe(cards: dict, config: TemperatureConfig) -> dp.PooledConfig:
-    """The shipped run's settings, read from the arms' cards (one base, layer, penalty, split and seed)."""
-    seen = {(c.base_model, c.layer, c.training.get("l2"), c.training.get("rl_split", "tickets"), c.training.get("seed"))
-            for c in cards.values()}
-    if len(seen) != 1:
-        raise ValueError(f"the arms were not trained by one run: {sorted(map(str, seen))}")
-    base, layer, l2, rl_split, seed = seen.pop()
-    pooled = dp.PooledConfig(out=config.cache, base=base, layer=layer, natural=config.natural,
-                             synthetic=config.synthetic, l2=l2, rl_split=rl_split, seed=seed)
-    for arm, card in cards.items():
-        steps = pooled.warmup_steps if arm == "warmup" else pooled.rl_steps
-        if card.training.get("steps") != steps:
-            raise ValueError(f"arm {arm} was trained for {card.training.get('steps')} steps; this recipe runs {steps}")
-    return pooled
+    """The settings of the run that trained the arms, parsed from the command their cards record (one run: one
+    command), with this stage's data, cache and threads."""
+    commands = {c.training.get("command", "") for c in cards.values()}
+    if len(commands) != 1 or not min(commands).startswith(RUN + " "):
+        raise ValueError(f"the arms were not trained by one run of {RUN}: {sorted(commands)}")
+    pooled = parse_config(dp.PooledConfig, shlex.split(commands.pop())[len(RUN.split()):])
+    return dataclasses.replace(pooled, out=config.cache, natural=config.natural, synthetic=config.synthetic,
+                               threads=config.threads, json="", arms="", served="")
 
 
 def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log) -> tuple[dict, list, list]:
@@ -107,9 +106,10 @@ def main(config: TemperatureConfig) -> dict:
         raise ValueError(f"--arms must name {', '.join(dp.ARMS)}; got {', '.join(folders)}")
     cards = {arm: read_card(folder) for arm, folder in folders.items()}
     pooled = recipe(cards, config)
-    sets = {k: v for k, v in dp.datasets(pooled).items() if k in ("warmup", "rl", "val")}
+    every = dp.datasets(pooled)  # the features are read (or found in the cache) for the run's own sets
+    sets = {k: every[k] for k in ("warmup", "rl", "val")}
     loaded = load_location(pooled.base)
-    states, options = dp.features(PooledReader(loaded.model.get_decoder(), loaded.tokenizer, pooled.layer), sets,
+    states, options = dp.features(PooledReader(loaded.model.get_decoder(), loaded.tokenizer, pooled.layer), every,
                                   Path(config.cache))
     hidden = loaded.model.config.hidden_size
     t = {k: dp.tensors(rows, states, options, hidden) for k, rows in sets.items()}

@@ -96,6 +96,28 @@ def test_rl_families_hold_out_a_third_of_each_label_drawn_by_seed():
     assert held <= train and dp.rl_families(0) == held and dp.rl_families(1) != held
 
 
+def test_family_folds_partition_the_train_families_with_every_label_in_every_fold():
+    from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES
+
+    folds = dp.family_folds(0)
+    label = {**{"family:" + f.name: f.label for f in ISSUE_FAMILIES}, **{"urgency:" + f.name: f.label for f in URGENCY_FAMILIES}}
+    train = {"family:" + f.name for f in ISSUE_FAMILIES if f.split == "train"} | {
+        "urgency:" + f.name for f in URGENCY_FAMILIES if f.split == "train"}
+    assert set().union(*folds) == train and sum(map(len, folds)) == len(train)  # disjoint, every train family
+    assert all({label[t] for t in f} == set(label[t] for t in train) for f in folds)
+    assert folds[0] == dp.rl_families(0) and dp.family_folds(0) == folds and dp.family_folds(1) != folds
+
+
+def test_fold_of_holds_a_natural_row_out_with_its_deciding_family_and_a_synthetic_one_by_context():
+    row = lambda source, cid, *tags: type("Row", (), {"source": source, "context_id": cid, "tags": list(tags)})()  # noqa: E731
+    folds = [frozenset({"family:a"}), frozenset({"family:b", "urgency:u"}), frozenset({"urgency:v"})]
+    assert dp.fold_of(row("natural", "t1", "family:b", "urgency:v", "department"), folds) == 1
+    assert dp.fold_of(row("natural", "t1", "family:b", "urgency:v", "priority"), folds) == 2
+    assert dp.fold_of(row("natural", "t1", "family:a", "family:b", "urgency:u", "department"), folds) == 0
+    synthetic = [dp.fold_of(row("triage", f"c{i}"), folds) for i in range(60)]
+    assert set(synthetic) == {0, 1, 2} and synthetic == [dp.fold_of(row("triage", f"c{i}"), folds) for i in range(60)]
+
+
 def test_deciding_families_are_the_issue_families_for_departments_else_the_urgency():
     row = lambda *tags: type("Row", (), {"tags": list(tags)})()  # noqa: E731
     assert dp.deciding_families(row("family:a", "family:b", "urgency:u", "ambiguous", "department")) == {"family:a", "family:b"}
