@@ -1,20 +1,23 @@
-"""An out-of-family temperature for the pooled arms: each arm's logits divided by the T that its recipe needs on
-ticket families it never read.
+"""A softening for the pooled arms: each arm's logits divided by a temperature that grows as a state lies farther
+from the states it was trained on, fitted on ticket families the arm's recipe never read.
 
 Why: the pooled RLCD arm is overconfident on families nobody trained on (natural test: accuracy 0.714, mean
-confidence 0.835), since every row its RL stage prices comes from families the warmup read; and val cannot say
-by how much (its four families are harder than the test's). So the train families are cut into folds
-(``train.decision_pooled.family_folds``); for each fold the three arms are trained with the shipped run's
-settings on the pools without it and read on the fold's own rows (natural rows of families they never read,
-synthetic rows of contexts they never read); each arm's T minimises the NLL of those out-of-family predictions
-(``core.decision.evaluation.reports.fit_temperature``). The logits are linear in the head's weights, so T is
-folded into them (M / T, w / T): the folder's format, serving and every reader stay as they are, and the card's
-training record keeps T, the rows it was fitted on and the unscaled head's sha256. Val is read only to report
-(raw and scaled side by side); nothing is chosen on it here.
+confidence 0.835) since every row its RL stage prices comes from families the warmup read, and val cannot say by
+how much (its four families are harder than the test's). So the train families are cut into folds
+(``train.decision_pooled.family_folds``); per fold the three arms are trained with the shipped run's settings on the
+pools without it and read on the fold's own rows (natural rows of families they never read, synthetic rows of
+contexts they never read). One temperature for every row fits those poorly: the synthetic rows, whose templates
+every split shares, need far less than the natural ones (results/smollm2_decision/pooled_sweeps.md). A state's
+nearness (``PooledHead.nearness``: mean cosine to its nearest training states) tells the two apart, so per arm
+T = exp(a + b (nearness - SOFTEN_AT)), (a, b) minimising the NLL of the out-of-family predictions (Nelder-Mead from
+T = 1), the nearness of each held-out row measured against its fold's own training states. The shipped head keeps
+its weights and gains the pools' distinct states and (a, b); the card's training record keeps the fit and the
+unsoftened head's sha256. Val is read only to report (as trained and softened side by side).
 
     python -m train.decision_pooled_temperature --arms warmup=DIR,rlcd=DIR,rlvr=DIR --out runs/smollm2-pooled-t
 """
 
+import copy
 import dataclasses
 import json
 import shlex
@@ -25,8 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.decision.evaluation.reports import fit_temperature
-from core.decision.pooled import HEAD_FILE, PooledHead, PooledReader, load_head, read_card, save_pooled
+from core.decision.pooled import HEAD_FILE, NEAREST, SOFTEN_AT, PooledHead, PooledReader, load_head, read_card, save_pooled
 from train import decision_pooled as dp
 from train.decision_run import evaluate_probs, parse_config, write_report
 
@@ -56,34 +58,54 @@ def recipe(cards: dict, config: TemperatureConfig) -> dp.PooledConfig:
                                threads=config.threads, json="", arms="", served="")
 
 
-def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log) -> tuple[dict, list, list]:
-    """Per arm, the probabilities [N, 26] of heads cross-fitted over the family folds on their held-out rows;
-    the rows' labels; and the rows' sources."""
+def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Per arm, the logits [N, K] (-inf past a row's options) of heads cross-fitted over the family folds on their
+    held-out rows; the rows' labels; and each row's nearness to its fold's training states."""
     family_folds = dp.family_folds(pooled.seed, folds)
-    probs, labels, sources = {arm: [] for arm in dp.ARMS}, [], []
-    pool = [(k, i, r) for k in ("warmup", "rl") for i, r in enumerate(sets[k])]
-    fold = {(k, i): dp.fold_of(r, family_folds) for k, i, r in pool}
+    logits, labels, nearness = {arm: [] for arm in dp.ARMS}, [], []
+    fold = {(k, i): dp.fold_of(r, family_folds) for k in ("warmup", "rl") for i, r in enumerate(sets[k])}
     for f in range(folds):
         keep = {k: [i for i in range(len(sets[k])) if fold[k, i] != f] for k in ("warmup", "rl")}
         part = {k: [sets[k][i] for i in keep[k]] for k in keep} | {"val": sets["val"]}
         part_t = {k: tuple(x[keep[k]] for x in t[k]) for k in keep} | {"val": t["val"]}
         heads = dp.train_arms(pooled, part, part_t, lambda record: log({"fold": f, **record}))
+        reference = with_neighbours(copy.deepcopy(heads["warmup"]), part, part_t)  # one standardisation for all arms
         for k in ("warmup", "rl"):
-            held = [i for i in range(len(sets[k])) if fold[k, i] == f]
-            held_t = tuple(x[held] for x in t[k])
-            for arm, head in heads.items():
-                probs[arm].append(dp.probs_26(head, held_t))
-            labels += held_t[3].tolist()
-            sources += [sets[k][i].source for i in held]
-    return {arm: np.concatenate(p) for arm, p in probs.items()}, labels, sources
+            held_t = tuple(x[[i for i in range(len(sets[k])) if fold[k, i] == f]] for x in t[k])
+            with torch.no_grad():
+                for arm, head in heads.items():
+                    logits[arm].append(head(*held_t[:3]))
+                nearness.append(reference.nearness(held_t[0]))
+            labels.append(held_t[3])
+    width = max(x.shape[1] for parts in logits.values() for x in parts)
+    pad = lambda x: torch.nn.functional.pad(x, (0, width - x.shape[1]), value=float("-inf"))  # noqa: E731
+    return {arm: torch.cat([pad(x) for x in parts]) for arm, parts in logits.items()}, torch.cat(labels), torch.cat(nearness)
 
 
-def divided(head: PooledHead, temperature: float) -> PooledHead:
-    """The head whose logits are the given head's divided by ``temperature`` (both terms are linear in M and w)."""
+def with_neighbours(head: PooledHead, sets: dict, t: dict) -> PooledHead:
+    """``head`` holding the distinct states of its training pools (``warmup`` and ``rl``) as its neighbours."""
+    seen, rows = set(), []
+    for k in ("warmup", "rl"):
+        for i, r in enumerate(sets[k]):
+            if r.state not in seen:
+                seen.add(r.state); rows.append(t[k][0][i])
     with torch.no_grad():
-        head.m.div_(temperature)
-        head.w.div_(temperature)
+        head.neighbours = head.unit_states(torch.stack(rows))
     return head
+
+
+def fit_softening(logits: torch.Tensor, labels: torch.Tensor, nearness: torch.Tensor) -> tuple[float, float]:
+    """(a, b) minimising the mean NLL of softmax(logits / exp(a + b (nearness - SOFTEN_AT))), from (0, 0)."""
+    from scipy.optimize import minimize
+
+    finite = logits.double().masked_fill(~torch.isfinite(logits), -1e4)
+    x = nearness.double() - SOFTEN_AT
+
+    def nll(ab) -> float:
+        return float(torch.nn.functional.cross_entropy(finite / torch.exp(ab[0] + ab[1] * x)[:, None], labels))
+
+    a, b = minimize(lambda ab: nll(torch.tensor(ab, dtype=torch.float64)), x0=[0.0, 0.0], method="Nelder-Mead").x
+    return float(a), float(b)
 
 
 def val_report(rows: list, probs: np.ndarray) -> dict:
@@ -118,22 +140,27 @@ def main(config: TemperatureConfig) -> dict:
     def log(record):
         logfile.write(json.dumps(record) + "\n"); logfile.flush(); print(record, flush=True)
 
-    probs, labels, sources = out_of_family(pooled, sets, t, config.folds, log)
-    report = {"folds": config.folds, "fit_rows": len(labels), "fit_natural_rows": sources.count("natural"), "arms": {}}
+    logits, labels, nearness = out_of_family(pooled, sets, t, config.folds, log)
+    report = {"folds": config.folds, "fit_rows": len(labels), "arms": {}}
     for arm, folder in folders.items():
-        temperature = fit_temperature(probs[arm], labels)
+        a, b = fit_softening(logits[arm], labels, nearness)
         head = load_head(folder, hidden)
         raw = dp.probs_26(head, t["val"])
-        scaled = divided(head, temperature)
-        fit = {"temperature": temperature, "fit_rows": len(labels), "folds": config.folds,
+        softened = with_neighbours(head, sets, t)
+        softened.softening.copy_(torch.tensor([a, b]))
+        fit = {"a": a, "b": b, "nearest": NEAREST, "soften_at": SOFTEN_AT, "neighbours": len(softened.neighbours),
+               "fit_rows": len(labels), "folds": config.folds,
                "fitted_on": "out-of-family rows of heads cross-fitted over the train families (NLL)",
-               "unscaled_sha256": cards[arm].sha256[HEAD_FILE],
+               "unsoftened_sha256": cards[arm].sha256[HEAD_FILE],
                "command": f"python -m train.decision_pooled_temperature --arms {config.arms} --folds {config.folds}"}
-        save_pooled(out / arm, scaled.eval(), base=pooled.base, layer=pooled.layer,
-                    training={**cards[arm].training, "temperature_fit": fit},
+        save_pooled(out / arm, softened.eval(), base=pooled.base, layer=pooled.layer,
+                    training={**cards[arm].training, "softening": fit},
                     body_config=loaded.model.config, tokenizer=loaded.tokenizer)
-        report["arms"][arm] = {"temperature": temperature, "val_raw": val_report(sets["val"], raw),
-                               "val_scaled": val_report(sets["val"], dp.probs_26(scaled, t["val"]))}
+        with torch.no_grad():
+            temperature = softened.temperature(t["val"][0])
+        report["arms"][arm] = {"a": a, "b": b, "val_temperature_mean": float(temperature.mean()),
+                               "val_raw": val_report(sets["val"], raw),
+                               "val_softened": val_report(sets["val"], dp.probs_26(softened, t["val"]))}
         log({"arm": arm, **report["arms"][arm]})
     report["wall_s"] = round(time.time() - t0, 1)
     write_report(config.json, report)

@@ -19,3 +19,7 @@ for arm in ("warmup", "rlcd", "rlvr"):
     save_pooled(folder, load_head(folder, loaded.model.config.hidden_size), base=card.base_model, layer=card.layer,
                 training=card.training, body_config=loaded.model.config, tokenizer=loaded.tokenizer)
 PY
+# 2026-12-04 (session 17): softened by a rule fixed before val was read (results/smollm2_decision/pooled_sweeps.md,
+# "A temperature that knows how near a state lies"); 1:13 wall on 2 CPUs with the features kept:
+.venv/bin/python -m train.decision_pooled_temperature --arms warmup=checkpoints/decision-smollm2-pooled-warmup,rlcd=checkpoints/decision-smollm2-pooled-rlcd,rlvr=checkpoints/decision-smollm2-pooled-rlvr --out runs/smollm2-pooled-t --json runs/smollm2-pooled-t/report.json
+# then: cp runs/smollm2-pooled-t/<arm>/* checkpoints/decision-smollm2-pooled-<arm>/

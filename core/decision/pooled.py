@@ -52,6 +52,8 @@ OPTION_CACHE = 4096
 """Option states kept between requests (least recently used dropped): a visitor's new options cannot grow memory."""
 READ_STATES = 512
 """Mean states of the latest states answered, kept (oldest dropped) so their familiarity reads no state twice."""
+NEAREST, SOFTEN_AT = 5, 0.8
+"""A state's nearness is its mean cosine to this many training states; the softening's b acts about this nearness."""
 
 
 class PooledModelError(ValueError):
@@ -75,14 +77,19 @@ class PooledCard(BaseModel):
 class PooledHead(torch.nn.Module):
     """The bilinear head over standardised state and option features; ``familiar`` holds the training
     states' squared distances (standardised, per dimension) at percentiles 0..100 (``familiarity``: an
-    embedding-based out-of-distribution signal, saved with every head; ``PooledDecider.state_familiarity``)."""
+    embedding-based out-of-distribution signal, saved with every head; ``PooledDecider.state_familiarity``).
+    ``neighbours`` (unit, standardised training states; none for a head as trained) and ``softening`` (a, b) divide
+    every logit by T = exp(a + b (s - SOFTEN_AT)), s the state's ``nearness``: a head softens its answers on text
+    far from what it was trained on (``train.decision_pooled_temperature`` fits a and b)."""
 
-    def __init__(self, hidden: int):
+    def __init__(self, hidden: int, neighbours: int = 0):
         super().__init__()
         self.register_buffer("state_mean", torch.zeros(hidden))
         for name in ("state_scale", "option_scale"):
             self.register_buffer(name, torch.ones(hidden))
         self.register_buffer("familiar", torch.zeros(101))
+        self.register_buffer("neighbours", torch.zeros(neighbours, hidden))
+        self.register_buffer("softening", torch.zeros(2))
         self.m = torch.nn.Parameter(torch.zeros(hidden, hidden))
         self.w = torch.nn.Parameter(torch.zeros(hidden))
 
@@ -96,7 +103,24 @@ class PooledHead(torch.nn.Module):
         """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf."""
         zs, zo = self.standardise(states, options, mask)
         logits = torch.einsum("bh,bkh->bk", zs @ self.m, zo) + zo @ self.w
+        if len(self.neighbours):
+            logits = logits / self.temperature(states)[:, None]
         return logits.masked_fill(~mask, float("-inf"))
+
+    def unit_states(self, states: torch.Tensor) -> torch.Tensor:
+        """Standardised states scaled to unit length: what ``neighbours`` holds and ``nearness`` compares."""
+        return torch.nn.functional.normalize((states - self.state_mean) / self.state_scale, dim=-1)
+
+    def nearness(self, states: torch.Tensor) -> torch.Tensor:
+        """Mean cosine similarity of each state to its ``NEAREST`` nearest ``neighbours``."""
+        k = min(NEAREST, len(self.neighbours))
+        return (self.unit_states(states) @ self.neighbours.T).topk(k, dim=-1).values.mean(-1)
+
+    def temperature(self, states: torch.Tensor) -> torch.Tensor:
+        """T per state (1 for a head without neighbours)."""
+        if not len(self.neighbours):
+            return torch.ones(len(states))
+        return torch.exp(self.softening[0] + self.softening[1] * (self.nearness(states) - SOFTEN_AT))
 
     def familiarity(self, states: torch.Tensor) -> torch.Tensor:
         """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""
@@ -188,7 +212,9 @@ def load_head(directory: Path, hidden: int) -> PooledHead:
     from core.decision.export.published import _read_tensors
 
     tensors = _read_tensors(directory / HEAD_FILE)
-    head = PooledHead(hidden)
+    if not {"neighbours", "softening"} & set(tensors):  # saved before heads could soften: as trained
+        tensors |= {"neighbours": torch.zeros(0, hidden), "softening": torch.zeros(2)}
+    head = PooledHead(hidden, len(tensors.get("neighbours", ())))
     expected = {k: tuple(v.shape) for k, v in head.state_dict().items()}
     if set(tensors) != set(expected):
         raise PooledModelError(f"{HEAD_FILE} holds {sorted(tensors)}, expected {sorted(expected)}")

@@ -3,7 +3,6 @@ and logs, its size and shape, the ablation's runs (both adapters, both held-out 
 comparisons, and that it loads offline and plays with tool calls."""
 
 import json
-import random
 
 import pytest
 
@@ -29,8 +28,9 @@ def test_the_adapter_continues_the_warmups_shape_and_fits_the_budget():
     shipped = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file())
     # the brief's cap is 150 MB; this tighter guard grew to 80 MB when the three pooled readouts took the base's
     # tokenizer (3.4 MB each, one git blob) so that transformers serve can host them, and to 100 MB with the three
-    # SmolLM2 letter arms (4.4 MB each, the same tokenizer again)
-    assert shipped < 100e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
+    # SmolLM2 letter arms (4.4 MB each, the same tokenizer again), and to 120 MB when the pooled heads took their
+    # 3,430 training states (7.9 MB each, fp32: what they were evaluated with) for their softening
+    assert shipped < 120e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
 
 
 def test_the_card_and_logs_record_how_it_was_made():
@@ -77,5 +77,5 @@ def test_it_loads_offline_and_plays_with_tool_calls():
     policy = load_chat_policy(SHIP, generation=Generation(temperature=0.0, max_new_tokens=80))
     assert not hasattr(policy.model, "peft_config")  # merged into the base for play
     env = ClarifyEnv(load_scenarios("clarifylab-heldout", 1)[0], "v2")
-    policy.play(env, random.Random(0))
-    assert env.turns[0].call is not None and env.termination != "running"
+    turn = policy.next_turn(env, policy.start(env), seed=0)  # one turn: the warmup's test plays a whole episode
+    assert turn.call is not None and env.turns == [turn]

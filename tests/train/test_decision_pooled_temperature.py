@@ -1,29 +1,31 @@
-"""The out-of-family temperature on a tiny random Llama base: cross-fitted over family folds, folded into the
-head so that the scaled folder answers as temperature scaling of the raw one says."""
+"""The softening on a tiny random Llama base: fitted on rows of heads cross-fitted over family folds, kept in the
+head with its neighbours, so that the softened folder answers as temperature scaling of the raw one at the
+temperature its state's nearness gives."""
 
 import json
+import math
 
 import pytest
 import torch
 
 from core.decision.evaluation.reports import scale
-from core.decision.pooled import HEAD_FILE, PooledHead, load_pooled, read_card
+from core.decision.pooled import HEAD_FILE, SOFTEN_AT, load_pooled, read_card
 from core.decision.questions import Choice
 from train import decision_pooled as dp
 from train import decision_pooled_temperature as dt
 
 
-def test_divided_divides_every_logit_and_keeps_the_mask():
-    torch.manual_seed(0)
-    head = PooledHead(8)
-    with torch.no_grad():
-        head.m.normal_(); head.w.normal_(); head.state_mean.normal_(); head.option_scale.uniform_(0.5, 2.0)
-    states, options = torch.randn(5, 8), torch.randn(5, 4, 8)
-    mask = torch.tensor([[True] * 4, [True] * 3 + [False]] * 2 + [[True, True, False, False]])
-    before = head(states, options, mask)
-    after = dt.divided(head, 2.5)(states, options, mask)
-    assert torch.equal(torch.isinf(after), ~mask)
-    assert torch.allclose(after[mask], before[mask] / 2.5, atol=1e-6)
+def test_fit_softening_recovers_a_temperature_that_grows_with_distance():
+    gen = torch.Generator().manual_seed(0)
+    n = 20000
+    nearness = 0.5 + 0.5 * torch.rand(n, generator=gen)
+    logits = 3.0 * torch.randn(n, 4, generator=gen)
+    truth = torch.exp(0.5 - 2.0 * (nearness - 0.8))
+    labels = torch.multinomial(torch.softmax(logits / truth[:, None], -1), 1, generator=gen).squeeze(-1)
+    logits[:5, 3] = float("-inf")  # an undeclared option: never the label, never the softmax's
+    labels[:5] = labels[:5].clamp(max=2)
+    a, b = dt.fit_softening(logits, labels, nearness)
+    assert a == pytest.approx(0.5, abs=0.06) and b == pytest.approx(-2.0, abs=0.3)
 
 
 @pytest.fixture(scope="module")
@@ -52,18 +54,21 @@ def test_scaled_arms_answer_as_temperature_scaling_of_the_raw_ones(trained, tmp_
     assert report["fit_rows"] == len(pools["warmup"]) + len(pools["rl"])  # every pooled row held out once
     rows = pools["natural"][:3]
     questions = [Choice(r.question, tuple(r.options)) for r in rows]
+    states = {r.state for rows_ in (pools["warmup"], pools["rl"]) for r in rows_}
     for arm in dp.ARMS:
-        t = report["arms"][arm]["temperature"]
-        assert 0.05 <= t <= 20 and report["arms"][arm]["val_raw"]["all"]["accuracy"] == pytest.approx(
-            report["arms"][arm]["val_scaled"]["all"]["accuracy"])
+        fit = report["arms"][arm]
+        assert fit["val_raw"]["all"]["accuracy"] == pytest.approx(fit["val_softened"]["all"]["accuracy"])
         card = read_card(out / arm)
-        assert card.training["temperature_fit"]["temperature"] == t
-        assert card.training["temperature_fit"]["unscaled_sha256"] == read_card(root / "run" / arm).sha256[HEAD_FILE]
-        raw = load_pooled(root / "run" / arm).decide(rows[0].state, questions)
-        got = load_pooled(out / arm).decide(rows[0].state, questions)
-        for a, b in zip(raw, got):
-            want = scale([list(a.probs.values())], t)[0]
-            assert list(b.probs.values()) == pytest.approx(want, abs=1e-5)
+        assert (card.training["softening"]["a"], card.training["softening"]["b"]) == (fit["a"], fit["b"])
+        assert card.training["softening"]["neighbours"] == len(states)  # the pools' distinct states
+        assert card.training["softening"]["unsoftened_sha256"] == read_card(root / "run" / arm).sha256[HEAD_FILE]
+        raw, softened = load_pooled(root / "run" / arm), load_pooled(out / arm)
+        with torch.no_grad():
+            t = float(softened.head.temperature(softened.reader.states([rows[0].state]))[0])
+        assert t == pytest.approx(math.exp(fit["a"] + fit["b"] * (float(softened.head.nearness(
+            softened.reader.states([rows[0].state]))[0]) - SOFTEN_AT)), rel=1e-5)
+        for a, b in zip(raw.decide(rows[0].state, questions), softened.decide(rows[0].state, questions)):
+            assert list(b.probs.values()) == pytest.approx(scale([list(a.probs.values())], t)[0], abs=1e-5)
 
 
 def test_arms_of_different_runs_are_refused(trained, tmp_path):

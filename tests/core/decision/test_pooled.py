@@ -52,6 +52,40 @@ def test_head_logits_are_the_bilinear_form_over_centred_options_and_mask_undecla
                 assert got[b, k] == float("-inf")
 
 
+def test_a_head_with_neighbours_divides_its_logits_by_the_softening_of_the_states_nearness():
+    head = _head()
+    s, o, mask = torch.randn(3, 32), torch.randn(3, 3, 32), torch.ones(3, 3, dtype=torch.bool)
+    as_trained = head(s, o, mask)
+    assert torch.equal(head.temperature(s), torch.ones(3))  # no neighbours: as trained
+    train = torch.randn(7, 32)
+    head.neighbours = head.unit_states(train)
+    head.softening.copy_(torch.tensor([0.4, -3.0]))
+    unit = lambda x: ((x - head.state_mean) / head.state_scale) / ((x - head.state_mean) / head.state_scale).norm()  # noqa: E731
+    for b in range(3):
+        cosines = sorted((float(unit(s[b]) @ unit(t)) for t in train), reverse=True)
+        nearness = sum(cosines[: P.NEAREST]) / P.NEAREST
+        t = torch.exp(torch.tensor(0.4 - 3.0 * (nearness - P.SOFTEN_AT)))
+        assert head.nearness(s[b:b + 1]).item() == pytest.approx(nearness, abs=1e-5)
+        assert torch.allclose(head(s[b:b + 1], o[b:b + 1], mask[b:b + 1])[0], as_trained[b] / t, atol=1e-4)
+    assert head.nearness(train[:1]).item() <= 1.0 + 1e-6 and head.nearness(train[:1]) > head.nearness(-train[:1])
+
+
+def test_a_head_saved_before_softening_loads_as_trained(tmp_path):
+    from safetensors.torch import save_file
+
+    head = _head()
+    old = {k: v for k, v in head.state_dict().items() if k not in ("neighbours", "softening")}
+    save_file(old, str(tmp_path / P.HEAD_FILE))
+    loaded = P.load_head(tmp_path, 32)
+    s, o, mask = torch.randn(2, 32), torch.randn(2, 3, 32), torch.ones(2, 3, dtype=torch.bool)
+    assert len(loaded.neighbours) == 0 and torch.equal(loaded(s, o, mask), head(s, o, mask))
+    softened = _head()
+    softened.neighbours = softened.unit_states(torch.randn(4, 32)); softened.softening.fill_(0.5)
+    save_file({k: v.contiguous() for k, v in softened.state_dict().items()}, str(tmp_path / P.HEAD_FILE))
+    again = P.load_head(tmp_path, 32)
+    assert again.neighbours.shape == (4, 32) and torch.allclose(again(s, o, mask), softened(s, o, mask))
+
+
 def test_familiarity_is_the_share_of_training_distances_beyond_the_state():
     head = _head()
     at_mean = head.familiarity(head.state_mean[None])
