@@ -120,14 +120,16 @@ def family_folds(seed: int, k: int = 3) -> list[frozenset[str]]:
     return [frozenset(f) for f in folds]
 
 
-def fold_of(row, folds: list[frozenset[str]]) -> int:
-    """A natural row's fold: the first holding a family that decides it; a synthetic row's: its context's hash
-    (its templates are shared by every split, so a context is all it can be held out by)."""
+def placement(row, folds: list[frozenset[str]], fold: int) -> str | None:
+    """Where ``row`` goes when ``fold`` is held out: "held", "train" or None (neither). A natural ticket is held
+    out whole, as val and test tickets are: held when every family it names lies in the fold, trained on when none
+    does, dropped otherwise (else its other questions would keep its very text in training). A synthetic row by its
+    context's hash (its templates are shared by every split, so a context is all it can be held out by)."""
     if row.source == "natural":
-        hits = [j for j, f in enumerate(folds) if deciding_families(row) & f]
-        if hits:
-            return hits[0]
-    return int(hashlib.sha256(row.context_id.encode()).hexdigest(), 16) % len(folds)
+        named = {t for t in row.tags if t.startswith(("family:", "urgency:"))}
+        inside = named & folds[fold]
+        return "train" if not inside else "held" if inside == named else None
+    return "held" if int(hashlib.sha256(row.context_id.encode()).hexdigest(), 16) % len(folds) == fold else "train"
 
 
 def deciding_families(row) -> set[str]:

@@ -1,16 +1,17 @@
 """A softening for the pooled arms: each arm's logits divided by a temperature that grows as a state lies farther
 from the states it was trained on, fitted on ticket families the arm's recipe never read.
 
-Why: the pooled RLCD arm is overconfident on families nobody trained on (natural test: accuracy 0.714, mean
-confidence 0.835) since every row its RL stage prices comes from families the warmup read, and val cannot say by
-how much (its four families are harder than the test's). So the train families are cut into folds
-(``train.decision_pooled.family_folds``); per fold the three arms are trained with the shipped run's settings on the
-pools without it and read on the fold's own rows (natural rows of families they never read, synthetic rows of
-contexts they never read). One temperature for every row fits those poorly: the synthetic rows, whose templates
-every split shares, need far less than the natural ones (results/smollm2_decision/pooled_sweeps.md). A state's
-nearness (``PooledHead.nearness``: mean cosine to its nearest training states) tells the two apart, so per arm
-T = exp(a + b (nearness - SOFTEN_AT)), (a, b) minimising the NLL of the out-of-family predictions (Nelder-Mead from
-T = 1), the nearness of each held-out row measured against its fold's own training states. The shipped head keeps
+Why: the pooled RLCD arm is overconfident on families nobody trained on (natural test, as trained: accuracy 0.714,
+mean confidence 0.835) since every row its RL stage prices comes from families the warmup read, and val cannot
+say by how much (its four families are harder than the test's). So the train families are cut into folds
+(``train.decision_pooled.family_folds``); per fold the three arms are trained with the shipped run's settings on
+the pools without it and read on what it holds out (``train.decision_pooled.placement``: whole tickets whose
+families all lie in the fold, as val and test tickets share none with training; synthetic contexts by hash). One
+temperature for every row fits those poorly: the synthetic rows, whose templates every split shares, need far
+less than the natural ones (results/smollm2_decision/pooled_sweeps.md). A state's nearness
+(``PooledHead.nearness``: mean cosine to its nearest training states) tells the two apart, so per arm
+T = exp(a + b (nearness - SOFTEN_AT)), (a, b) minimising the Brier score of the held-out predictions (Nelder-Mead
+from T = 1), each held-out row's nearness measured against its fold's own training states. The shipped head keeps
 its weights and gains the pools' distinct states and (a, b); the card's training record keeps the fit and the
 unsoftened head's sha256. Val is read only to report (as trained and softened side by side).
 
@@ -63,15 +64,15 @@ def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log)
     held-out rows; the rows' labels; and each row's nearness to its fold's training states."""
     family_folds = dp.family_folds(pooled.seed, folds)
     logits, labels, nearness = {arm: [] for arm in dp.ARMS}, [], []
-    fold = {(k, i): dp.fold_of(r, family_folds) for k in ("warmup", "rl") for i, r in enumerate(sets[k])}
     for f in range(folds):
-        keep = {k: [i for i in range(len(sets[k])) if fold[k, i] != f] for k in ("warmup", "rl")}
+        where = {k: [dp.placement(r, family_folds, f) for r in sets[k]] for k in ("warmup", "rl")}
+        keep = {k: [i for i, w in enumerate(where[k]) if w == "train"] for k in where}
         part = {k: [sets[k][i] for i in keep[k]] for k in keep} | {"val": sets["val"]}
         part_t = {k: tuple(x[keep[k]] for x in t[k]) for k in keep} | {"val": t["val"]}
         heads = dp.train_arms(pooled, part, part_t, lambda record: log({"fold": f, **record}))
         reference = with_neighbours(copy.deepcopy(heads["warmup"]), part, part_t)  # one standardisation for all arms
         for k in ("warmup", "rl"):
-            held_t = tuple(x[[i for i in range(len(sets[k])) if fold[k, i] == f]] for x in t[k])
+            held_t = tuple(x[[i for i, w in enumerate(where[k]) if w == "held"]] for x in t[k])
             with torch.no_grad():
                 for arm, head in heads.items():
                     logits[arm].append(head(*held_t[:3]))
@@ -95,16 +96,20 @@ def with_neighbours(head: PooledHead, sets: dict, t: dict) -> PooledHead:
 
 
 def fit_softening(logits: torch.Tensor, labels: torch.Tensor, nearness: torch.Tensor) -> tuple[float, float]:
-    """(a, b) minimising the mean NLL of softmax(logits / exp(a + b (nearness - SOFTEN_AT))), from (0, 0)."""
+    """(a, b) minimising the mean Brier score of softmax(logits / exp(a + b (nearness - SOFTEN_AT))), from (0, 0).
+    Brier, not NLL: a few confidently wrong answers set an NLL fit, which then left the bulk of the out-of-family
+    rows underconfident (results/smollm2_decision/pooled_sweeps.md)."""
     from scipy.optimize import minimize
 
     finite = logits.double().masked_fill(~torch.isfinite(logits), -1e4)
+    onehot = torch.nn.functional.one_hot(labels, logits.shape[1]).double()
     x = nearness.double() - SOFTEN_AT
 
-    def nll(ab) -> float:
-        return float(torch.nn.functional.cross_entropy(finite / torch.exp(ab[0] + ab[1] * x)[:, None], labels))
+    def brier(ab) -> float:
+        p = torch.softmax(finite / torch.exp(ab[0] + ab[1] * x)[:, None], -1)
+        return float((p - onehot).pow(2).sum(-1).mean())
 
-    a, b = minimize(lambda ab: nll(torch.tensor(ab, dtype=torch.float64)), x0=[0.0, 0.0], method="Nelder-Mead").x
+    a, b = minimize(lambda ab: brier(torch.tensor(ab, dtype=torch.float64)), x0=[0.0, 0.0], method="Nelder-Mead").x
     return float(a), float(b)
 
 
@@ -150,7 +155,7 @@ def main(config: TemperatureConfig) -> dict:
         softened.softening.copy_(torch.tensor([a, b]))
         fit = {"a": a, "b": b, "nearest": NEAREST, "soften_at": SOFTEN_AT, "neighbours": len(softened.neighbours),
                "fit_rows": len(labels), "folds": config.folds,
-               "fitted_on": "out-of-family rows of heads cross-fitted over the train families (NLL)",
+               "fitted_on": "held-out tickets (and synthetic contexts) of heads cross-fitted over the train families (Brier)",
                "unsoftened_sha256": cards[arm].sha256[HEAD_FILE],
                "command": f"python -m train.decision_pooled_temperature --arms {config.arms} --folds {config.folds}"}
         save_pooled(out / arm, softened.eval(), base=pooled.base, layer=pooled.layer,

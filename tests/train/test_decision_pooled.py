@@ -108,14 +108,18 @@ def test_family_folds_partition_the_train_families_with_every_label_in_every_fol
     assert folds[0] == dp.rl_families(0) and dp.family_folds(0) == folds and dp.family_folds(1) != folds
 
 
-def test_fold_of_holds_a_natural_row_out_with_its_deciding_family_and_a_synthetic_one_by_context():
+def test_placement_holds_out_whole_tickets_and_synthetic_contexts_by_hash():
     row = lambda source, cid, *tags: type("Row", (), {"source": source, "context_id": cid, "tags": list(tags)})()  # noqa: E731
-    folds = [frozenset({"family:a"}), frozenset({"family:b", "urgency:u"}), frozenset({"urgency:v"})]
-    assert dp.fold_of(row("natural", "t1", "family:b", "urgency:v", "department"), folds) == 1
-    assert dp.fold_of(row("natural", "t1", "family:b", "urgency:v", "priority"), folds) == 2
-    assert dp.fold_of(row("natural", "t1", "family:a", "family:b", "urgency:u", "department"), folds) == 0
-    synthetic = [dp.fold_of(row("triage", f"c{i}"), folds) for i in range(60)]
-    assert set(synthetic) == {0, 1, 2} and synthetic == [dp.fold_of(row("triage", f"c{i}"), folds) for i in range(60)]
+    folds = [frozenset({"family:a", "urgency:u"}), frozenset({"family:b", "urgency:v"}), frozenset({"family:c"})]
+    assert dp.placement(row("natural", "t", "family:a", "urgency:u", "department"), folds, 0) == "held"
+    assert dp.placement(row("natural", "t", "family:a", "urgency:u", "priority"), folds, 1) == "train"
+    # a ticket naming a held family and another one: neither held (it is not all unseen) nor trained on (its text)
+    assert dp.placement(row("natural", "t", "family:a", "urgency:v", "department"), folds, 0) is None
+    assert dp.placement(row("natural", "t", "family:a", "urgency:v", "priority"), folds, 1) is None
+    assert dp.placement(row("natural", "t", "family:a", "family:c", "urgency:u", "department"), folds, 0) is None
+    synthetic = [[dp.placement(row("triage", f"c{i}"), folds, f) for f in range(3)] for i in range(60)]
+    assert all(sorted(p) == ["held", "train", "train"] for p in synthetic)  # each context held out exactly once
+    assert {p.index("held") for p in synthetic} == {0, 1, 2}
 
 
 def test_deciding_families_are_the_issue_families_for_departments_else_the_urgency():
