@@ -20,6 +20,9 @@ for arm in ("warmup", "rlcd", "rlvr"):
                 training=card.training, body_config=loaded.model.config, tokenizer=loaded.tokenizer)
 PY
 # 2026-12-04 (session 17): softened by a rule fixed before val was read (results/smollm2_decision/pooled_sweeps.md,
-# "A temperature that knows how near a state lies"); 1:13 wall on 2 CPUs with the features kept:
-.venv/bin/python -m train.decision_pooled_temperature --arms warmup=checkpoints/decision-smollm2-pooled-warmup,rlcd=checkpoints/decision-smollm2-pooled-rlcd,rlvr=checkpoints/decision-smollm2-pooled-rlvr --out runs/smollm2-pooled-t --json runs/smollm2-pooled-t/report.json
-# then: cp runs/smollm2-pooled-t/<arm>/* checkpoints/decision-smollm2-pooled-<arm>/
+# "Held-out tickets, not rows, and a Brier fit"); 1:07 wall on 2 CPUs with the features kept. Its --arms are the
+# heads as trained, restored from git (the first softening, since replaced, had overwritten them here):
+for a in warmup rlcd rlvr; do mkdir -p runs/unsoftened/$a; for f in $(git ls-tree --name-only db56d77^ checkpoints/decision-smollm2-pooled-$a/); do
+  git show db56d77^:$f > runs/unsoftened/$a/$(basename $f); done; done
+.venv/bin/python -m train.decision_pooled_temperature --arms warmup=runs/unsoftened/warmup,rlcd=runs/unsoftened/rlcd,rlvr=runs/unsoftened/rlvr --out runs/smollm2-pooled-t2 --json runs/smollm2-pooled-t2/report.json
+# then: cp runs/smollm2-pooled-t2/<arm>/* checkpoints/decision-smollm2-pooled-<arm>/
