@@ -2,12 +2,13 @@
 
 Issue 26, item 3: the tiny option scorer's confidence head beats max p only because of its missing-answer rows.
 Here the option scorer is the pooled readout over frozen SmolLM2 (``core.decision.pooled``: it scores each
-option's own text against the state) and its confidence head is a logistic regression on seven scalars of one
+option's own text against the state) and its confidence head is a logistic regression on eight scalars of one
 question: the option scorer's logit statistics (``core.decision.option.model.logit_stats``: max logit,
 logsumexp, max p, normalised entropy; not its ln K, which would tell a question without its answer by its
 option count alone), the state's familiarity (``PooledHead.familiarity``), and the head's score of the top
 option and of the mean option with the options *not* centred (how well the best option fits the state at all,
-which centring hides). It is fitted on the val rows only (natural val families
+which centring hides; softened as the logits are), and the state's nearness to the training states
+(``PooledHead.nearness``, for a softened head). It is fitted on the val rows only (natural val families
 and synthetic val rows, each as asked and, for questions of three or more options without "None of the
 above", again with the answer removed), L2 1e-3, full-batch L-BFGS: fixed settings, nothing chosen on test.
 
@@ -36,7 +37,7 @@ from train import decision_pooled as dp
 from train.decision_run import parse_config, write_report
 
 
-FEATURES = ("max_logit", "logsumexp", "max_p", "entropy", "familiarity", "top_uncentred", "mean_uncentred")
+FEATURES = ("max_logit", "logsumexp", "max_p", "entropy", "familiarity", "top_uncentred", "mean_uncentred", "nearness")
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,19 @@ def without_answer(rows: list, t) -> tuple[list, tuple]:
 
 
 def confidence_stats(head: PooledHead, t) -> torch.Tensor:
-    """[N, 7]: logit_stats of the head's logits (ln K left out), familiarity, the uncentred top and mean option score."""
+    """[N, 8]: logit_stats of the head's logits (ln K left out), familiarity, the uncentred top and mean option score
+    (softened as the logits are), and the state's nearness to the training states (1 for a head without them)."""
     states, options, mask = t[:3]
     with torch.no_grad():
         logits = head(states, options, mask)
         zs = (states - head.state_mean) / head.state_scale
         raw = torch.einsum("bh,bkh->bk", zs @ head.m, options / head.option_scale) + (options / head.option_scale) @ head.w
+        raw = raw / head.temperature(states)[:, None]
         top = raw.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
         mean = (raw * mask).sum(-1) / mask.sum(-1)
-        return torch.cat([logit_stats(logits, mask)[:, :4], head.familiarity(states)[:, None], top[:, None], mean[:, None]], -1)
+        near = head.nearness(states) if len(head.neighbours) else torch.ones(len(states))
+        return torch.cat([logit_stats(logits, mask)[:, :4], head.familiarity(states)[:, None], top[:, None], mean[:, None],
+                          near[:, None]], -1)
 
 
 def correct_of(head: PooledHead, t) -> np.ndarray:

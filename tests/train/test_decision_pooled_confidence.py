@@ -45,6 +45,23 @@ def test_confidence_stats_read_the_heads_logits():
     assert C.correct_of(head, t).tolist() == (p.argmax(-1) == t[3]).double().tolist()
 
 
+def test_confidence_stats_of_a_softened_head_read_its_nearness_and_soften_the_uncentred_scores():
+    torch.manual_seed(0)
+    head = PooledHead(2)
+    with torch.no_grad():
+        head.m.normal_(), head.w.normal_()
+    _, t = _rows_and_tensors()
+    plain = C.confidence_stats(head, t)
+    assert plain[:, C.FEATURES.index("nearness")].tolist() == [1.0] * 4
+    head.neighbours = head.unit_states(torch.randn(6, 2))
+    head.softening.copy_(torch.tensor([0.7, 0.0]))  # T = e^0.7 for every state
+    soft = C.confidence_stats(head, t)
+    assert soft[:, C.FEATURES.index("nearness")].tolist() == pytest.approx(head.nearness(t[0]).tolist(), abs=1e-6)
+    for name in ("top_uncentred", "mean_uncentred", "max_logit"):
+        i = C.FEATURES.index(name)
+        assert soft[:, i].tolist() == pytest.approx((plain[:, i] / np.exp(0.7)).tolist(), abs=1e-5)
+
+
 def test_the_logistic_fit_ranks_by_the_informative_feature():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(400, 3, generator=g)
