@@ -143,7 +143,8 @@ def shipped_entries(shipped_dir: Path | None = None, kind: Kind | None = None) -
     policies = [ModelEntry(name, "policy", "shipped", str(root / name), note=SHIPPED_POLICY_NOTES[name])
                 for name in SHIPPED_POLICIES]
     decisions = [ModelEntry(name, "decision", "shipped", str(root / name),
-                            note=f"shipped, {arm}: a head over frozen SmolLM2-135M-Instruct's mean states (reads English)")
+                            note=f"shipped, {arm}: a head over frozen SmolLM2-135M-Instruct's mean states (reads English), "
+                                 "softer on text far from its training states")
                  for name, arm in SHIPPED_POOLED]
     decisions += [ModelEntry(name, "decision", "shipped", str(root / name),
                              note=f"shipped, {arm}: the letter readout of SmolLM2-135M-Instruct, a head grafted into its "
