@@ -31,12 +31,16 @@ def test_without_answer_drops_exactly_the_answer_of_eligible_questions():
     assert torch.equal(t[1][0, 2], torch.tensor([4.0, 5.0]))  # the input is left as it was
 
 
-def test_confidence_stats_read_the_heads_logits():
+def _random_head(hidden: int = 2) -> PooledHead:
     torch.manual_seed(0)
-    head = PooledHead(2)
+    head = PooledHead(hidden)
     with torch.no_grad():
         head.m.normal_(), head.w.normal_()
-    _, t = _rows_and_tensors()
+    return head
+
+
+def test_confidence_stats_read_the_heads_logits():
+    head, t = _random_head(), _rows_and_tensors()[1]
     x = C.confidence_stats(head, t)
     assert x.shape == (4, len(C.FEATURES))
     with torch.no_grad():
@@ -46,11 +50,7 @@ def test_confidence_stats_read_the_heads_logits():
 
 
 def test_confidence_stats_of_a_softened_head_read_its_nearness_and_soften_the_uncentred_scores():
-    torch.manual_seed(0)
-    head = PooledHead(2)
-    with torch.no_grad():
-        head.m.normal_(), head.w.normal_()
-    _, t = _rows_and_tensors()
+    head, t = _random_head(), _rows_and_tensors()[1]
     plain = C.confidence_stats(head, t)
     assert plain[:, C.FEATURES.index("nearness")].tolist() == [1.0] * 4
     head.neighbours = head.unit_states(torch.randn(6, 2))
