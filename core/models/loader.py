@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from core.models import bases, entries
+from core.models import bases, dense_copies, entries
 from core.models.availability import adapter_base, base_location, cached_snapshot, check, is_adapter
 from core.models.entries import (GGUF_SUFFIX, TOKENIZER_FILES, Availability, ModelEntry, local_entry, packaged_entry,
                                  shown_path)
@@ -113,11 +113,21 @@ def causal_lm(location: str | Path, *args: Any, **options: Any) -> Any:
 
 
 def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = quiet) -> tuple[Any, Any]:
-    """(model, tokenizer) from ``folder`` (or its GGUF file ``gguf``, dequantised), fp32, eval mode,
-    no remote code. Raises whatever transformers raises for a broken folder."""
+    """(model, tokenizer) from ``folder`` (or its GGUF file ``gguf``, dequantised, or that file's dense copy when
+    one is kept: ``core.models.dense_copies``), fp32, eval mode, no remote code. Raises whatever transformers
+    raises for a broken folder."""
     import torch
     from transformers import AutoTokenizer
 
+    if gguf and (copy := dense_copies.existing_copy(folder / gguf)) is not None:
+        progress(0.1, f"loading {gguf}'s dense copy (dequantised once, kept at {shown_path(copy)})")
+        try:
+            model, tokenizer = load_causal_lm(copy, None, quiet)
+        except Exception as error:  # a damaged copy: dropped, and the file dequantised again below
+            dense_copies.drop(copy, error)
+        else:
+            model.name_or_path = tokenizer.name_or_path = str(folder)  # named as a load of the file names it
+            return model, tokenizer
     options = {"gguf_file": gguf} if gguf else {}
     progress(0.1, f"loading tokenizer from {shown_path(folder / gguf if gguf else folder)}")
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **options)
@@ -127,6 +137,7 @@ def load_causal_lm(folder: Path, gguf: str | None = None, progress: Progress = q
         model.hf_quantizer = None
         if hasattr(model, "is_quantized"):
             model.is_quantized = False
+        dense_copies.keep_copy(folder / gguf, model, tokenizer)
     return model.eval(), tokenizer
 
 
