@@ -32,7 +32,7 @@ def cache_root() -> Path | None:
 def copy_dir(gguf: Path) -> Path | None:
     """The folder a dense copy of ``gguf`` has (or would have), or None when copies are off."""
     root = cache_root()
-    if root is None:
+    if root is None or not gguf.is_file():  # no file: the loader says so, not a copy's key
         return None
     real = gguf.resolve()
     stat = real.stat()

@@ -41,6 +41,7 @@ def test_a_kept_copy_is_the_model_without_its_quantization_config(cache, tiny, t
     gguf.write_bytes(b"another file at the same path")  # reinstalled: a new key
     os.utime(gguf, ns=(1, 1))
     assert dense_copies.copy_dir(gguf) != folder and dense_copies.existing_copy(gguf) is None
+    assert dense_copies.existing_copy(tmp_path / "absent.gguf") is None  # transformers names the missing file
 
 
 def test_copies_can_be_turned_off(monkeypatch, tiny, tmp_path):
