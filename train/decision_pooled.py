@@ -187,7 +187,7 @@ def standardised_head(config: PooledConfig, train) -> PooledHead:
     head.state_mean.copy_(states.mean(0)); head.state_scale.copy_(states.std(0) + 1e-4)
     _, centred = head.standardise(states, train[1], train[2])
     head.option_scale.copy_(centred[train[2]].std(0) + 1e-4)
-    d = ((states - head.state_mean) / head.state_scale).pow(2).mean(-1)
+    d = head.state_z(states).pow(2).mean(-1)
     head.familiar.copy_(torch.quantile(d, torch.linspace(0, 1, 101)))
     return head
 

@@ -70,14 +70,13 @@ def confidence_stats(head: PooledHead, t) -> torch.Tensor:
     states, options, mask = t[:3]
     with torch.no_grad():
         logits = head(states, options, mask)
-        zs = (states - head.state_mean) / head.state_scale
+        zs = head.state_z(states)
         raw = torch.einsum("bh,bkh->bk", zs @ head.m, options / head.option_scale) + (options / head.option_scale) @ head.w
         raw = raw / head.temperature(states)[:, None]
         top = raw.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
         mean = (raw * mask).sum(-1) / mask.sum(-1)
-        near = head.nearness(states) if len(head.neighbours) else torch.ones(len(states))
         return torch.cat([logit_stats(logits, mask)[:, :4], head.familiarity(states)[:, None], top[:, None], mean[:, None],
-                          near[:, None]], -1)
+                          head.nearness(states)[:, None]], -1)
 
 
 def correct_of(head: PooledHead, t) -> np.ndarray:

@@ -97,7 +97,11 @@ class PooledHead(torch.nn.Module):
         """z_s [B, H], and z_o [B, K, H]: each option less its question's mean option, scaled."""
         m = mask[..., None].float()
         centred = (options - (options * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1.0)) * m
-        return (states - self.state_mean) / self.state_scale, centred / self.option_scale
+        return self.state_z(states), centred / self.option_scale
+
+    def state_z(self, states: torch.Tensor) -> torch.Tensor:
+        """z_s: states standardised by the warmup pool's per-dimension mean and scale."""
+        return (states - self.state_mean) / self.state_scale
 
     def forward(self, states: torch.Tensor, options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf."""
@@ -109,10 +113,13 @@ class PooledHead(torch.nn.Module):
 
     def unit_states(self, states: torch.Tensor) -> torch.Tensor:
         """Standardised states scaled to unit length: what ``neighbours`` holds and ``nearness`` compares."""
-        return torch.nn.functional.normalize((states - self.state_mean) / self.state_scale, dim=-1)
+        return torch.nn.functional.normalize(self.state_z(states), dim=-1)
 
     def nearness(self, states: torch.Tensor) -> torch.Tensor:
-        """Mean cosine similarity of each state to its ``NEAREST`` nearest ``neighbours``."""
+        """Mean cosine similarity of each state to its ``NEAREST`` nearest ``neighbours`` (1 for a head without them:
+        nothing to be far from)."""
+        if not len(self.neighbours):
+            return torch.ones(len(states))
         k = min(NEAREST, len(self.neighbours))
         return (self.unit_states(states) @ self.neighbours.T).topk(k, dim=-1).values.mean(-1)
 
@@ -124,7 +131,7 @@ class PooledHead(torch.nn.Module):
 
     def familiarity(self, states: torch.Tensor) -> torch.Tensor:
         """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""
-        zs = (states - self.state_mean) / self.state_scale
+        zs = self.state_z(states)
         d = zs.pow(2).mean(-1, keepdim=True)
         return 1.0 - torch.searchsorted(self.familiar, d).squeeze(-1).float() / len(self.familiar)
 
