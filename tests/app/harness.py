@@ -106,6 +106,13 @@ def open_decisions(browser, url: str):
     return page
 
 
+
+def fill_question(page, state: str, question: str, options: str) -> None:
+    """The state and the first question typed into the Ask builder, as a visitor types them."""
+    page.locator("#dq-state textarea").fill(state)
+    page.get_by_label("q1 question").fill(question)
+    page.get_by_label("q1 options").fill(options)
+
 BROKEN_WORDS_JS = """(selector) => {
   const out = [];
   for (const el of document.querySelectorAll(selector)) {

@@ -7,7 +7,7 @@ the calibration view. Screenshots land in the test's tmp_path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, overlapping, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, fill_question, launched, open_decisions, overlapping, warm_decisions
 from tests.fixtures.tiny_decision import export_models
 
 pytestmark = pytest.mark.browser
@@ -26,9 +26,8 @@ def app_url(tmp_path_factory):
 
 def test_fill_add_ask_and_see_the_chart(browser, app_url, tmp_path):
     page = open_decisions(browser, app_url)
-    page.locator("#dq-state textarea").fill("Ticket 88: the card payment was declined twice and the customer is angry.")
-    page.get_by_label("q1 question").fill("Which team should handle this?")
-    page.get_by_label("q1 options").fill("BIL: billing\nSEC: security\nINF: infrastructure")
+    fill_question(page, "Ticket 88: the card payment was declined twice and the customer is angry.",
+                  "Which team should handle this?", "BIL: billing\nSEC: security\nINF: infrastructure")
     page.locator("#dq-add").click()
     page.get_by_label("q2 question").fill("Should someone be paged now?")
     page.get_by_label("q2 type").click()
@@ -90,9 +89,8 @@ def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_ur
     page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=WAIT_MS)
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="decision-rlcd", exact=True).click()
-    page.locator("#dq-state textarea").fill("I was charged twice this month and the refund never arrived.")
-    page.get_by_label("q1 question").fill("Which team should handle this ticket?")
-    page.get_by_label("q1 options").fill("billing\nsecurity")
+    fill_question(page, "I was charged twice this month and the refund never arrived.",
+                  "Which team should handle this ticket?", "billing\nsecurity")
     page.locator("#dq-ask").click()
     page.get_by_text("Out of distribution for decision-rlcd", exact=False).first.wait_for(timeout=WAIT_MS)
     assert page.get_by_text("⚠ unlike it", exact=False).count() >= 1

@@ -7,7 +7,7 @@ beside max p; the latency line names its one-pass path.
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
+from tests.app.harness import WAIT_MS, fill_question, launched, open_decisions, warm_decisions
 
 pytestmark = pytest.mark.browser
 
@@ -27,9 +27,8 @@ def test_pick_the_option_scorer_ask_and_see_head_confidence_beside_max_p(browser
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="option-scorer · option scorer (confidence head)", exact=True).click()
     page.get_by_text("✓ option scorer (confidence head) · shipped", exact=False).first.wait_for(timeout=WAIT_MS)
-    page.locator("#dq-state textarea").fill("Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.")
-    page.get_by_label("q1 question").fill("Which department should handle this ticket?")
-    page.get_by_label("q1 options").fill("BIL: billing\nSEC: security")
+    fill_question(page, "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.",
+                  "Which department should handle this ticket?", "BIL: billing\nSEC: security")
     page.locator("#dq-ask").click()
     page.get_by_text("one pass path", exact=False).first.wait_for(timeout=2 * WAIT_MS)
     plot = page.locator("#dq-answers .js-plotly-plot")

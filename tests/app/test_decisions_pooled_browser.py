@@ -4,7 +4,7 @@ answered as one, and a request of another kind comes with the embedding familiar
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, broken_words, launched, open_decisions, overlapping, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, fill_question, launched, open_decisions, overlapping, warm_decisions
 
 pytestmark = pytest.mark.browser
 MODEL = "decision-smollm2-pooled-rlcd"
@@ -29,9 +29,8 @@ def app_url(tmp_path_factory):
 
 def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tmp_path):
     page = open_decisions(browser, app_url)
-    page.locator("#dq-state textarea").fill("Hi, my card was charged twice for the same invoice and I need a refund.")
-    page.get_by_label("q1 question").fill("Which department should handle this ticket?")
-    page.get_by_label("q1 options").fill("SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")
+    fill_question(page, "Hi, my card was charged twice for the same invoice and I need a refund.",
+                  "Which department should handle this ticket?", "SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")
     page.locator("#dq-ask").click()
     page.get_by_text("the kind of input it was trained and calibrated on", exact=False).wait_for(timeout=WAIT_MS)
     assert page.get_by_text("like it (familiarity", exact=False).count() >= 1  # the table cell (scrolled)

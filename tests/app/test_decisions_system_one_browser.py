@@ -10,7 +10,7 @@ import socket
 import pytest
 import torch
 
-from tests.app.harness import WAIT_MS, launched, open_decisions, warm_decisions
+from tests.app.harness import WAIT_MS, fill_question, launched, open_decisions, warm_decisions
 from tests.fixtures.served_export import served
 from tests.fixtures.tiny_decision import export_models
 
@@ -37,9 +37,8 @@ def _pick(page, value: str):
 
 
 def _ask(page):
-    page.locator("#dq-state textarea").fill("Ticket 88: the card payment was declined twice.")
-    page.get_by_label("q1 question").fill("Which team should handle this?")
-    page.get_by_label("q1 options").fill("BIL: billing\nSEC: security")
+    fill_question(page, "Ticket 88: the card payment was declined twice.",
+                  "Which team should handle this?", "BIL: billing\nSEC: security")
     page.locator("#dq-ask").click()
 
 

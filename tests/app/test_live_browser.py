@@ -2,7 +2,6 @@
 ends with its breakdown, Stop halts a long generation on the server, and a person plays one
 "You are the agent" episode. Screenshots go to the test's temporary directory."""
 
-import os
 import threading
 
 import pytest

@@ -8,7 +8,7 @@ from safetensors.torch import load_file, save_file
 
 from core.decision import Choice, Noul, Score
 from core.decision.export.published import (
-    CARD_FILE, CONFIG_HASHES, FORMAT, HEAD_FILE, MODEL_FILE, DecisionExportError, export_causal_lm, export_decision,
+    CARD_FILE, FORMAT, HEAD_FILE, MODEL_FILE, DecisionExportError, export_causal_lm, export_decision,
     load_decider, sha256_file,
 )
 

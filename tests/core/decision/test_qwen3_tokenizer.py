@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.decision import Choice, Decider, Limits, Noul, Score
+from core.decision import Choice, Decider, Noul, Score
 from core.decision.export.published import export_decision, load_decider, portable_tokenizer_config
 from core.decision.prompt import encode, letter_token_ids, render_prefix
 from core.decision.random_model import random_body, random_rows

@@ -7,7 +7,6 @@ from core.decision import Choice
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import PUBLISHED_PROBE, model_report, probe_summary
 from demo.decisions.plots import answer_figure, empty_figure, probe_figure, reliability_figure, selective_figure
-from core.decision.evaluation.reports import PUBLISHED_PROBE, model_report, probe_summary
 from tests.fixtures.figure_text import PAYLOAD, assert_escaped
 
 A = {"q1": {"type": "choice", "choice": "BIL", "probabilities": {"BIL": 0.7, "SEC": 0.3}},
