@@ -12,15 +12,14 @@ from core.decision.evaluation.evalsets import NATURAL, SOURCES
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 from demo.decisions.examples import example_names
+from demo.styles import tab_style
 
 CSS = """
 .dq-error, .dq-error * { color: #b91c1c !important; font-weight: 600; }
 .dq-error { background: #fef2f2 !important; border-radius: 6px; padding: 2px 8px !important; }
-.dq-row { border-left: 3px solid #2563eb; padding-left: 8px !important; }
-.dq-words th, .dq-words th *, .dq-words td, .dq-words td *, .dq-words .body-cell, .dq-words .body-cell * {
-  word-break: keep-all !important; overflow-wrap: normal !important; hyphens: none; text-overflow: clip !important; }
-.dq-words th, .dq-words td, .dq-words .body-cell { padding: 4px 4px !important; font-size: 12px !important; }
-.dq-words th * { white-space: normal !important; overflow: visible !important; }
+.dq-row { border-left: 3px solid #2563eb !important; padding-left: 8px !important; }
+/* Gradio 6 gives a group's inner div its classes too: one bar */
+.dq-row .dq-row { border-left: none !important; padding-left: 0 !important; }
 """
 ANSWER_WIDTHS = ["22%", "4%", "10%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
 """Answers table columns (``h.TABLE_COLUMNS``) across the tab: wide enough that no header, model name or number
@@ -98,7 +97,7 @@ def _ask_panel(models_dir: gr.State):
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
     # the table spans the tab: ten columns of model names and numbers do not fit beside the questions
     table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
-                         elem_classes=["dq-words"], column_widths=ANSWER_WIDTHS)
+                         elem_classes=["whole-words"], column_widths=ANSWER_WIDTHS)
     with gr.Accordion("Raw answers (System One shape)", open=False):
         raw = gr.JSON(show_label=False)
 
@@ -169,7 +168,7 @@ def _probe_panel(models_dir: gr.State):
     figure = gr.Plot(show_label=False, elem_id="dq-probe-plot")
     table = gr.Dataframe(label="Mean top probability [95% interval] vs ideal and published", interactive=False,
                          headers=["probe group", "model", "ideal"], wrap=True, elem_id="dq-probe-table",
-                         elem_classes=["dq-words"])  # headers wrap between words: every column on screen
+                         elem_classes=["whole-words"])  # headers wrap between words: every column on screen
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     run.click(h.probe, [models_dir, model_a, model_b, tickets], [set_err, model_err, figure, table], api_name="probe")
     return model_a, model_b, note
@@ -178,7 +177,7 @@ def _probe_panel(models_dir: gr.State):
 def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
-    gr.HTML(f"<style>{CSS}</style>")
+    tab_style(CSS)
     gr.Markdown(f"**What the models know.** The pooled readouts over SmolLM2-135M-Instruct (decision-smollm2-pooled-*, "
                 f"the default when its base is installed) read support tickets written as people write them, besides "
                 f"the synthetic data; their answers say how far the state lies from their training states, in the "

@@ -16,6 +16,7 @@ from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
 from core.runs.transcripts import MARK_COLUMNS
 from demo.live import handlers as h
+from demo.styles import MARK_WIDTHS, tab_style
 
 GENERATION_SLOTS = 8
 """Turns in flight across all models: above each model's own queue bound (core.clarify.model_slots),
@@ -87,7 +88,8 @@ def _end_panel():
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1,
-                                 headers=MARK_COLUMNS)
+                                 headers=MARK_COLUMNS, elem_classes=["whole-words"],
+                                 column_widths=MARK_WIDTHS)
         with gr.Row(equal_height=True):
             with gr.Column(scale=2):
                 link = gr.HTML()
@@ -106,6 +108,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     session = gr.State(None)
     stop_flag = gr.State(None)
     """The running generation's threading.Event (set by Stop); one per browser session."""
+    tab_style(CSS)
     settings, model_note = _pickers(models_dir)
     with gr.Row(equal_height=True):
         start = gr.Button("▶ Start episode", variant="primary")

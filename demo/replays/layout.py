@@ -18,6 +18,7 @@ from core.runs.transcripts import MARK_COLUMNS
 from demo.plots import family_legend
 from demo.replays import handlers as h
 from demo.replays.beliefs import show_beliefs
+from demo.styles import MARK_WIDTHS, tab_style
 
 TERMINATIONS = list(Termination.__args__)
 EPISODE_COLUMNS = [c for c in TABLE_COLUMNS if c != "recorded"]
@@ -47,7 +48,7 @@ def _episode_view():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
                                  "never revealed)", interactive=False, wrap=True, max_height=320, headers=MARK_COLUMNS,
-                                 column_widths=["22%", "15%", "15%", "14%", "14%", "20%"])
+                                 column_widths=MARK_WIDTHS, elem_classes=["whole-words"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
 
@@ -61,7 +62,8 @@ def _runs_bar() -> SimpleNamespace:
     upload_note, query_note = gr.Markdown(), gr.Markdown()
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
         runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380, headers=h.RUN_COLUMNS,
-                                  column_widths=["22%", "16%", "7%", "15%", "6%", "9%", "15%", "10%"])
+                                  elem_classes=["whole-words"],
+                                  column_widths=["23%", "22%", "6%", "14%", "5%", "8%", "12%", "10%"])
     return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
                            query_note=query_note, runs_table=runs_table)
 
@@ -73,11 +75,12 @@ def _episodes_tab() -> SimpleNamespace:
         csv_btn = gr.Button("⬇ Table as CSV", size="sm", scale=0)
         jsonl_btn = gr.Button("⬇ Episodes as JSONL", size="sm", scale=0)
     export = gr.File(label="Download", visible=False, height=60)
-    # Fixed widths (ids wrap) so the longest id does not push the other columns off-screen; with a
-    # "recorded" column (imported logs) the run column after it sizes itself.
+    # Fixed widths, wide enough for the shipped ids and headers in whole words (a longer id breaks where it must)
+    # without pushing the other columns off-screen; with a "recorded" column (imported logs) the run column sizes
+    # itself.
     table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table", wrap=True,
-                         headers=EPISODE_COLUMNS,
-                         column_widths=["24%", "13%", "8%", "6%", "5%", "8%", "7%", "6%", "10%", "13%"],
+                         headers=EPISODE_COLUMNS, elem_classes=["whole-words"],
+                         column_widths=["25%", "15%", "8%", "5%", "5%", "8%", "7%", "7%", "9%", "11%"],
                          label="Episodes (click a row to open it; click a header to sort)")
     picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
     view = _episode_view()
@@ -93,7 +96,7 @@ def _compare_tab() -> SimpleNamespace:
     note = gr.Markdown()
     plot = gr.Plot(show_label=False)
     table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores", wrap=True,
-                         headers=SHOWN_COLUMNS,
+                         headers=SHOWN_COLUMNS, elem_classes=["whole-words"],
                          column_widths=["34%", "18%", "12%", "12%", "12%", "12%"])
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)
@@ -120,6 +123,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path) -> SimpleNamespace:
     Returns what ``follow_live`` wires to the Live play tab."""
     # The session's uploads are keys into core.runs.uploads.STORE; closing the tab frees them.
     state = [gr.State(str(replays_dir)), gr.State({}, delete_callback=h.release_uploads)]
+    tab_style()
     top = _runs_bar()
     with gr.Tabs():
         with gr.Tab("Episodes"):

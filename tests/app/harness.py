@@ -113,6 +113,7 @@ def fill_question(page, state: str, question: str, options: str) -> None:
     page.get_by_label("q1 question").fill(question)
     page.get_by_label("q1 options").fill(options)
 
+
 BROKEN_WORDS_JS = """(selector) => {
   const out = [];
   for (const el of document.querySelectorAll(selector)) {
@@ -130,7 +131,9 @@ BROKEN_WORDS_JS = """(selector) => {
     for (let i = 1; i < text.length; i++)
       if (tops[i] > tops[i - 1] + 2 && /[A-Za-z0-9_.]/.test(text[i - 1]) && /[A-Za-z0-9_.]/.test(text[i]))
         out.push(text.slice(0, i) + '|' + text.slice(i));
-    if (el.scrollWidth > el.clientWidth + 1) out.push(text + ' (clipped)');
+    // text clipped in the cell or inside it (a selected cell's buttons overhang it: not text)
+    const boxes = [el, ...el.querySelectorAll('*')].filter(n => !n.closest('button') && !n.querySelector('button'));
+    if (boxes.some(n => n.scrollWidth > n.clientWidth + 1)) out.push(text + ' (clipped)');
   }
   return out;
 }"""

@@ -104,3 +104,22 @@ def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_ur
         timeout=WAIT_MS)
     assert page.get_by_text("Out of distribution for decision-rlcd", exact=False).count() == 0
     page.screenshot(path=str(tmp_path / "decisions_in_distribution.png"), full_page=True)
+
+
+STYLE_HOLDERS_JS = """() => [...document.querySelectorAll('style')].filter(s => /dq-row|live-note/.test(s.textContent))
+  .map(s => s.closest('.block').getBoundingClientRect().height)"""
+
+
+def test_each_tabs_own_style_applies_and_takes_no_room(browser, app_url):
+    """Gradio 6 takes css only at launch, so each tab carries its rules in a hidden block: they must apply (one
+    accent bar per question row, the Live notes without a minimum height) and the blocks take no space."""
+    page = open_decisions(browser, app_url)
+    bars = page.evaluate("() => [...document.querySelectorAll('.dq-row')].filter(e => e.getClientRects().length)"
+                         ".map(e => getComputedStyle(e).borderLeftWidth)")
+    assert bars == ["3px", "0px"]  # the group and its inner div both carry the class: one bar
+    page.get_by_role("tab", name="Live play").click()
+    page.locator(".live-note").first.wait_for(timeout=WAIT_MS)
+    heights = page.evaluate(
+        "() => [...document.querySelectorAll('.live-note')].map(n => getComputedStyle(n).minHeight)")
+    assert set(heights) == {"0px"}
+    assert page.evaluate(STYLE_HOLDERS_JS) == [0, 0]

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.app.harness import WAIT_MS, launched
+from tests.app.harness import WAIT_MS, broken_words, launched
 
 pytestmark = pytest.mark.browser
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "replay_runs"
@@ -132,3 +132,20 @@ def test_nested_upload_gets_a_message_and_the_box_recovers(browser, app_url, tmp
     bom.write_bytes(b"\xef\xbb\xbf" + (FIXTURE / "fixture-set" / "guess" / "episodes.jsonl").read_bytes())
     page.locator("input[type=file]").first.set_input_files(str(bom))  # the same box takes the next file
     page.get_by_text("Opened upload:bom.jsonl", exact=False).wait_for(timeout=WAIT_MS)
+
+
+def test_the_shipped_runs_tables_break_lines_between_words(browser, tmp_path):
+    """The shipped runs' long ids and policies (``model:checkpoints/clarify-smollm2-warmup``) break at their
+    hyphens or not at all, and no header breaks inside its word ("difficult|y" before the whole-words style)."""
+    import app
+
+    with launched(app.build()) as url:
+        page = _open(browser, url)
+        page.locator("#replay-table .body-cell").first.click()
+        page.get_by_text("Hidden profile vs. submitted plan", exact=False).first.wait_for(timeout=WAIT_MS)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=WAIT_MS)
+        assert broken_words(page, "table th, table td, .body-cell") == []
+        page.get_by_role("tab", name="Compare").click()
+        page.get_by_text("Per-scenario scores").first.wait_for(timeout=WAIT_MS)
+        assert broken_words(page, "table th, table td, .body-cell") == []
+        page.screenshot(path=str(tmp_path / "replays_shipped_tables.png"), full_page=True)
