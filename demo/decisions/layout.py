@@ -97,7 +97,7 @@ def _ask_panel(models_dir: gr.State):
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
     # the table spans the tab: ten columns of model names and numbers do not fit beside the questions
     table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
-                         elem_classes=["whole-words"], column_widths=ANSWER_WIDTHS)
+                         elem_classes=["whole-words", "wide-table"], column_widths=ANSWER_WIDTHS)
     with gr.Accordion("Raw answers (System One shape)", open=False):
         raw = gr.JSON(show_label=False)
 

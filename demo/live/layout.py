@@ -88,7 +88,7 @@ def _end_panel():
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1,
-                                 headers=MARK_COLUMNS, elem_classes=["whole-words"],
+                                 headers=MARK_COLUMNS, elem_classes=["whole-words", "half-table"],
                                  column_widths=MARK_WIDTHS)
         with gr.Row(equal_height=True):
             with gr.Column(scale=2):

@@ -48,7 +48,7 @@ def _episode_view():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
             marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
                                  "never revealed)", interactive=False, wrap=True, max_height=320, headers=MARK_COLUMNS,
-                                 column_widths=MARK_WIDTHS, elem_classes=["whole-words"])
+                                 column_widths=MARK_WIDTHS, elem_classes=["whole-words", "half-table"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link
 
@@ -62,7 +62,7 @@ def _runs_bar() -> SimpleNamespace:
     upload_note, query_note = gr.Markdown(), gr.Markdown()
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
         runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380, headers=h.RUN_COLUMNS,
-                                  elem_classes=["whole-words"],
+                                  elem_classes=["whole-words", "wide-table"],
                                   column_widths=["23%", "22%", "6%", "14%", "5%", "8%", "12%", "10%"])
     return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
                            query_note=query_note, runs_table=runs_table)
@@ -79,7 +79,7 @@ def _episodes_tab() -> SimpleNamespace:
     # without pushing the other columns off-screen; with a "recorded" column (imported logs) the run column sizes
     # itself.
     table = gr.Dataframe(interactive=False, max_height=360, elem_id="replay-table", wrap=True,
-                         headers=EPISODE_COLUMNS, elem_classes=["whole-words"],
+                         headers=EPISODE_COLUMNS, elem_classes=["whole-words", "wide-table"],
                          column_widths=["25%", "15%", "8%", "5%", "5%", "8%", "7%", "7%", "9%", "11%"],
                          label="Episodes (click a row to open it; click a header to sort)")
     picker = gr.Dropdown([], label="Episode", allow_custom_value=True, filterable=True)
@@ -96,7 +96,7 @@ def _compare_tab() -> SimpleNamespace:
     note = gr.Markdown()
     plot = gr.Plot(show_label=False)
     table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores", wrap=True,
-                         headers=SHOWN_COLUMNS, elem_classes=["whole-words"],
+                         headers=SHOWN_COLUMNS, elem_classes=["whole-words", "wide-table"],
                          column_widths=["34%", "18%", "12%", "12%", "12%", "12%"])
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)

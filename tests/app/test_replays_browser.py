@@ -149,3 +149,10 @@ def test_the_shipped_runs_tables_break_lines_between_words(browser, tmp_path):
         page.get_by_text("Per-scenario scores").first.wait_for(timeout=WAIT_MS)
         assert broken_words(page, "table th, table td, .body-cell") == []
         page.screenshot(path=str(tmp_path / "replays_shipped_tables.png"), full_page=True)
+        phone = browser.new_page(viewport={"width": 412, "height": 900})  # the wide tables scroll, whole, on a phone
+        phone.goto(url)
+        phone.get_by_text("Episodes (click a row", exact=False).wait_for(timeout=WAIT_MS)
+        assert broken_words(phone, ".wide-table th, .wide-table .body-cell") == []
+        widths = phone.evaluate("() => [...document.querySelectorAll('.wide-table .table-container')]"
+                                ".filter(e => e.getClientRects().length).map(e => [e.clientWidth, e.scrollWidth])")
+        assert len(widths) == 2 and all(scroll > 1000 > client for client, scroll in widths)
