@@ -106,7 +106,6 @@ def open_decisions(browser, url: str):
     return page
 
 
-
 def fill_question(page, state: str, question: str, options: str) -> None:
     """The state and the first question typed into the Ask builder, as a visitor types them."""
     page.locator("#dq-state textarea").fill(state)
