@@ -132,9 +132,9 @@ def main(config: TemperatureConfig) -> dict:
     if set(folders) != set(dp.ARMS):
         raise ValueError(f"--arms must name {', '.join(dp.ARMS)}; got {', '.join(folders)}")
     cards = {arm: read_card(folder) for arm, folder in folders.items()}
-    softened = sorted(arm for arm, card in cards.items() if "softening" in card.training)
-    if softened:
-        raise ValueError(f"arms {', '.join(softened)} are softened already; pass the heads as trained "
+    already = sorted(arm for arm, card in cards.items() if "softening" in card.training)
+    if already:
+        raise ValueError(f"arms {', '.join(already)} are softened already; pass the heads as trained "
                          "(their cards' softening.unsoftened_sha256 names them)")
     pooled = recipe(cards, config)
     every = dp.datasets(pooled)  # the features are read (or found in the cache) for the run's own sets
