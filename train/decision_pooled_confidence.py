@@ -69,14 +69,16 @@ def confidence_stats(head: PooledHead, t) -> torch.Tensor:
     (softened as the logits are), and the state's nearness to the training states (1 for a head without them)."""
     states, options, mask = t[:3]
     with torch.no_grad():
-        logits = head(states, options, mask)
+        nearness = head.nearness(states)  # measured once: the logits, the raw scores and the feature share it
+        temperature = head.temperature(states, nearness)
+        logits = head(states, options, mask, temperature)
         zs = head.state_z(states)
         raw = torch.einsum("bh,bkh->bk", zs @ head.m, options / head.option_scale) + (options / head.option_scale) @ head.w
-        raw = raw / head.temperature(states)[:, None]
+        raw = raw / temperature[:, None]
         top = raw.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
         mean = (raw * mask).sum(-1) / mask.sum(-1)
         return torch.cat([logit_stats(logits, mask)[:, :4], head.familiarity(states)[:, None], top[:, None], mean[:, None],
-                          head.nearness(states)[:, None]], -1)
+                          nearness[:, None]], -1)
 
 
 def correct_of(head: PooledHead, t) -> np.ndarray:

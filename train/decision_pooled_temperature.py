@@ -70,7 +70,7 @@ def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log)
         part = {k: [sets[k][i] for i in keep[k]] for k in keep} | {"val": sets["val"]}
         part_t = {k: tuple(x[keep[k]] for x in t[k]) for k in keep} | {"val": t["val"]}
         heads = dp.train_arms(pooled, part, part_t, lambda record: log({"fold": f, **record}))
-        reference = with_neighbours(copy.deepcopy(heads["warmup"]), part, part_t)  # one standardisation for all arms
+        reference = with_neighbours(copy.deepcopy(heads["warmup"]), pool_states(part, part_t))  # one standardisation for all arms
         for k in ("warmup", "rl"):
             held_t = tuple(x[[i for i, w in enumerate(where[k]) if w == "held"]] for x in t[k])
             with torch.no_grad():
@@ -83,15 +83,20 @@ def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log)
     return {arm: torch.cat([pad(x) for x in parts]) for arm, parts in logits.items()}, torch.cat(labels), torch.cat(nearness)
 
 
-def with_neighbours(head: PooledHead, sets: dict, t: dict) -> PooledHead:
-    """``head`` holding the distinct states of its training pools (``warmup`` and ``rl``) as its neighbours."""
+def pool_states(sets: dict, t: dict) -> torch.Tensor:
+    """[N, H]: the distinct states of the training pools (``warmup`` and ``rl``), each once."""
     seen, rows = set(), []
     for k in ("warmup", "rl"):
         for i, r in enumerate(sets[k]):
             if r.state not in seen:
                 seen.add(r.state); rows.append(t[k][0][i])
+    return torch.stack(rows)
+
+
+def with_neighbours(head: PooledHead, states: torch.Tensor) -> PooledHead:
+    """``head`` holding ``states`` (its training pools' distinct states) as its neighbours."""
     with torch.no_grad():
-        head.neighbours = head.unit_states(torch.stack(rows))
+        head.neighbours = head.unit_states(states)
     return head
 
 
@@ -151,11 +156,12 @@ def main(config: TemperatureConfig) -> dict:
 
     logits, labels, nearness = out_of_family(pooled, sets, t, config.folds, log)
     report = {"folds": config.folds, "fit_rows": len(labels), "arms": {}}
+    pool = pool_states(sets, t)  # every arm's neighbours: the same pools
     for arm, folder in folders.items():
         a, b = fit_softening(logits[arm], labels, nearness)
         head = load_head(folder, hidden)
         raw = dp.probs_26(head, t["val"])
-        softened = with_neighbours(head, sets, t)
+        softened = with_neighbours(head, pool)
         softened.softening.copy_(torch.tensor([a, b]))
         fit = {"a": a, "b": b, "nearest": NEAREST, "soften_at": SOFTEN_AT, "neighbours": len(softened.neighbours),
                "fit_rows": len(labels), "folds": config.folds,

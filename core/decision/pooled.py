@@ -103,12 +103,14 @@ class PooledHead(torch.nn.Module):
         """z_s: states standardised by the warmup pool's per-dimension mean and scale."""
         return (states - self.state_mean) / self.state_scale
 
-    def forward(self, states: torch.Tensor, options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf."""
+    def forward(self, states: torch.Tensor, options: torch.Tensor, mask: torch.Tensor,
+                temperature: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf.
+        ``temperature`` [B]: the states' T when the caller has it already (else measured here)."""
         zs, zo = self.standardise(states, options, mask)
         logits = torch.einsum("bh,bkh->bk", zs @ self.m, zo) + zo @ self.w
         if len(self.neighbours):
-            logits = logits / self.temperature(states)[:, None]
+            logits = logits / (self.temperature(states) if temperature is None else temperature)[:, None]
         return logits.masked_fill(~mask, float("-inf"))
 
     def unit_states(self, states: torch.Tensor) -> torch.Tensor:
@@ -123,11 +125,12 @@ class PooledHead(torch.nn.Module):
         k = min(NEAREST, len(self.neighbours))
         return (self.unit_states(states) @ self.neighbours.T).topk(k, dim=-1).values.mean(-1)
 
-    def temperature(self, states: torch.Tensor) -> torch.Tensor:
-        """T per state (1 for a head without neighbours)."""
+    def temperature(self, states: torch.Tensor, nearness: torch.Tensor | None = None) -> torch.Tensor:
+        """T per state (1 for a head without neighbours); ``nearness`` when the caller has measured it."""
         if not len(self.neighbours):
             return torch.ones(len(states))
-        return torch.exp(self.softening[0] + self.softening[1] * (self.nearness(states) - SOFTEN_AT))
+        s = self.nearness(states) if nearness is None else nearness
+        return torch.exp(self.softening[0] + self.softening[1] * (s - SOFTEN_AT))
 
     def familiarity(self, states: torch.Tensor) -> torch.Tensor:
         """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""

@@ -68,6 +68,10 @@ def test_a_head_with_neighbours_divides_its_logits_by_the_softening_of_the_state
         assert head.nearness(s[b:b + 1]).item() == pytest.approx(nearness, abs=1e-5)
         assert torch.allclose(head(s[b:b + 1], o[b:b + 1], mask[b:b + 1])[0], as_trained[b] / t, atol=1e-4)
     assert head.nearness(train[:1]).item() <= 1.0 + 1e-6 and head.nearness(train[:1]) > head.nearness(-train[:1])
+    near = head.nearness(s)  # a caller that measured nearness (or T) already gets the same T and logits
+    assert torch.equal(head.temperature(s, near), head.temperature(s))
+    assert torch.equal(head(s, o, mask, head.temperature(s, near)), head(s, o, mask))
+    assert not torch.allclose(head(s, o, mask, torch.ones(3)), head(s, o, mask))  # the T handed in is the one used
 
 
 def test_a_head_saved_before_softening_loads_as_trained(tmp_path):
