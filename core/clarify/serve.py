@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import sys
+import time
 from typing import Any, Sequence
 
 from core.clarify.agent import TOOL_SCHEMAS
@@ -81,10 +82,11 @@ def service_classes() -> tuple[type, type]:
 
         SUPPORTS_CONCURRENT_SESSIONS = True
 
-        def __init__(self, rubric: RubricVersion = "v1"):
+        def __init__(self, rubric: RubricVersion = "v1", idle_timeout_s: float | None = None):
             super().__init__(FastMCP("clarify"))
             self.session = ClarifySession(rubric)
             self.closed = False
+            self.idle_timeout_s, self.last_call = idle_timeout_s, time.monotonic()
 
         def close(self) -> None:
             """The server closes a session's environment when it frees the session (its client
@@ -93,8 +95,14 @@ def service_classes() -> tuple[type, type]:
             super().close()
 
         def _check_open(self) -> None:
+            """Refuse a closed session, and one idle past the timeout: the server's reaper frees the
+            slot before it closes the environment, so a call in between would otherwise still answer."""
+            now = time.monotonic()
+            if self.idle_timeout_s is not None and now - self.last_call > self.idle_timeout_s:
+                self.closed = True
             if self.closed:
                 raise RuntimeError(SESSION_CLOSED)
+            self.last_call = now
 
         def mcp_session(self):
             """No FastMCP transport per connection: our tools never go through it."""
@@ -175,8 +183,9 @@ def create_service_app(rubric: RubricVersion = "v1", *, max_sessions: int = MAX_
     *_, mcp_types, types, create_app, _ = _openenv()
     env_cls, _ = service_classes()
     config = types.ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout_s)
-    app = create_app(functools.partial(env_cls, rubric=rubric), mcp_types.CallToolAction,
-                     mcp_types.CallToolObservation, env_name="clarify", concurrency_config=config)
+    make_env = functools.partial(env_cls, rubric=rubric, idle_timeout_s=session_timeout_s)
+    app = create_app(make_env, mcp_types.CallToolAction, mcp_types.CallToolObservation, env_name="clarify",
+                     concurrency_config=config)
     app.add_exception_handler(BadReset, _bad_reset_answer)
     return app
 

@@ -24,7 +24,7 @@ from core.clarify.environment import ENDED  # noqa: E402
 from core.clarify.policies import make_policy  # noqa: E402
 from core.clarify.remote import RemoteEnv, client_class, connect, play_remote, served_episode  # noqa: E402
 from core.clarify.scenarios import generate_scenario, load_scenarios  # noqa: E402
-from core.clarify.serve import create_service_app, server_config  # noqa: E402
+from core.clarify.serve import SESSION_CLOSED, create_service_app, server_config, service_classes  # noqa: E402
 from core.clarify.service import NO_EPISODE  # noqa: E402
 from core.records import Episode  # noqa: E402
 from core.runs.eval import episode_rng, play_episode  # noqa: E402
@@ -339,6 +339,26 @@ def test_http_reset_with_a_bad_field_is_a_422_naming_it(url):
     assert huge.status_code == 422 and "seed" in huge.text
     fine = httpx.post(f"{url}/reset", json={"task_id": "easy", "seed": 3}, timeout=30)
     assert fine.status_code == 200 and fine.json()["observation"]["result"]["type"] == "task"
+
+
+def test_a_session_idle_past_the_timeout_refuses_calls_before_any_reaper_runs():
+    """The reaper frees a slot before it closes the environment; the environment's own clock refuses a call in
+    between, and every call (reset, step, state) keeps a session alive."""
+    env_cls, _ = service_classes()
+    env = env_cls(idle_timeout_s=0.2)
+    env.reset(task_id="easy", seed=1)
+    for _ in range(3):  # calls 0.1 s apart: never idle past 0.2 s
+        time.sleep(0.1)
+        assert env.state.scenario_id is not None
+    time.sleep(0.3)
+    with pytest.raises(RuntimeError, match="closed by the server") as refused:
+        env.state
+    assert str(refused.value) == SESSION_CLOSED and env.closed
+    with pytest.raises(RuntimeError, match="closed by the server"):
+        env.reset(task_id="easy", seed=1)  # closed stays closed
+    patient = env_cls()  # no timeout: never refused for idling
+    patient.last_call -= 1e6
+    assert patient.reset(task_id="easy", seed=1).scenario_id
 
 
 REAP_DEADLINE_S = 60.0
