@@ -70,7 +70,8 @@ def out_of_family(pooled: dp.PooledConfig, sets: dict, t: dict, folds: int, log)
         part = {k: [sets[k][i] for i in keep[k]] for k in keep} | {"val": sets["val"]}
         part_t = {k: tuple(x[keep[k]] for x in t[k]) for k in keep} | {"val": t["val"]}
         heads = dp.train_arms(pooled, part, part_t, lambda record: log({"fold": f, **record}))
-        reference = with_neighbours(copy.deepcopy(heads["warmup"]), pool_states(part, part_t))  # one standardisation for all arms
+        # one standardisation for all arms: the warmup's
+        reference = with_neighbours(copy.deepcopy(heads["warmup"]), pool_states(part, part_t))
         for k in ("warmup", "rl"):
             held_t = tuple(x[[i for i, w in enumerate(where[k]) if w == "held"]] for x in t[k])
             with torch.no_grad():
