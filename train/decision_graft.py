@@ -11,8 +11,11 @@ written into its q/k/v/o as a LoRA over ONE query head, and exported as an adapt
 On standardised layer inputs x~ (the layer's input norm applied), the head computes
     s_j = (U x~_last) . (V x~_j) / sqrt(r) + (c + lam * g) . x~_j      over every token j
     letter logits = beta * sum_j softmax(s)_j (P x~_j + p) + base letter logits + bias
-g (is this token an option's text?) and P (that option's letter) are linear probes fitted first; U and V
-start from the rank-r SVD of a convex bilinear over option means (L-BFGS). The write: head H's query is
+g (the gate) and P (that option's letter) are linear probes fitted first; U and V start from the rank-r SVD of
+a convex bilinear (L-BFGS). Two designs (``--keys``): *identity* (shipped since session 20) gates on each
+option line's end, one token a line, and the bilinear scores which option of the pool's vocabulary that line
+names; *option* (the arms shipped before) gates on every option token, the bilinear over option means, which
+weights a line's tokens unevenly (results/smollm2_decision/graft/probes.md). The write: head H's query is
 replaced by [U x~; 1] in its slowest rotary dims (positions barely turn them), the same dims of its key
 group by [V x~; (c + lam g) x~], 26 value dims of that group by the letter probe, and H's block of o_proj by
 the letter directions through the final norm (the pseudo-inverse of the readout rows); the bias goes into
@@ -57,7 +60,10 @@ class GraftConfig:
     rank: int = field(default=16, metadata={"help": "query/key dims of the head (its slowest rotary dims)"})
     head: int = field(default=5, metadata={"help": "the query head that is replaced"})
     l2: float = field(default=0.3, metadata={"help": "L2 of the convex bilinear"})
-    lam: float = field(default=5.0, metadata={"help": "weight of the is-option probe in the keys"})
+    keys: str = field(default="identity", metadata={
+        "help": "option: every option token keyed by a bilinear over option means; identity: each line end keyed by "
+                "which option of the pool's vocabulary its line holds"})
+    lam: float = field(default=5.0, metadata={"help": "weight of the gate probe (option text / line end) in the keys"})
     beta: float = field(default=15.0, metadata={"help": "initial letter scale (logits per unit of letter score)"})
     steps: int = field(default=1600, metadata={"help": "AdamW steps fitting the head's own form"})
     lr: float = field(default=3e-4, metadata={"help": "its learning rate"})
@@ -111,12 +117,20 @@ def standardiser(normed: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor
 # ---- the three fits (pure: tensors in, tensors out)
 
 
-def fit_token_probes(x: list[torch.Tensor], roles: list[torch.Tensor]) -> dict:
-    """g: is this token an option's text (logistic); P, p: that option's letter as a one-hot (ridge)."""
+def line_ends(roles: torch.Tensor) -> torch.Tensor:
+    """True at each option line's last token (the newline ending it): one token a line."""
+    after = torch.cat([roles[1:], torch.tensor([OUTSIDE])])
+    return (roles != OUTSIDE) & (after != roles)
+
+
+def fit_token_probes(x: list[torch.Tensor], roles: list[torch.Tensor], gate: str = "option") -> dict:
+    """g: is this token an option's text, or (gate "identity") an option line's end (logistic); P, p: that
+    option's letter as a one-hot (ridge)."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
     X, r = torch.cat(x).numpy(), torch.cat(roles).numpy()
-    g = LogisticRegression(C=0.01, max_iter=2000).fit(X, r != OUTSIDE)
+    target = torch.cat([line_ends(one) for one in roles]).numpy() if gate == "identity" else r != OUTSIDE
+    g = LogisticRegression(C=0.01, max_iter=2000).fit(X, target)
     Y = torch.zeros(len(r), len(LETTERS))
     inside = torch.from_numpy(r != OUTSIDE)
     Y[inside, torch.from_numpy(r)[inside]] = 1
@@ -135,10 +149,15 @@ def option_means(x: torch.Tensor, roles: torch.Tensor) -> torch.Tensor:
 
 def fit_bilinear(data: LayerInputs, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Convex init: logit_i = x~_last^T M k_i + w . k_i over option means k_i, L2 on M and w, full-batch L-BFGS."""
-    q = torch.stack([x[-1] for x in data.x])
     K = torch.stack([option_means(x, r) for x, r in zip(data.x, data.roles)])
-    M = torch.zeros(q.shape[1], q.shape[1], requires_grad=True)
-    w = torch.zeros(q.shape[1], requires_grad=True)
+    return convex_scores(torch.stack([x[-1] for x in data.x]), K, data, l2)
+
+
+def convex_scores(q: torch.Tensor, K: torch.Tensor, data: LayerInputs, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """logit_i = q^T M K_i + w . K_i over each row's options (K: [rows, 26, k]), L2 on M and w, fitted to the
+    rows' labels by full-batch L-BFGS: convex in (M, w)."""
+    M = torch.zeros(q.shape[1], K.shape[-1], requires_grad=True)
+    w = torch.zeros(K.shape[-1], requires_grad=True)
     beyond = torch.arange(len(LETTERS))[None] >= data.n_options[:, None]
     opt = torch.optim.LBFGS([M, w], lr=1, max_iter=100, history_size=20, line_search_fn="strong_wolfe")
 
@@ -151,6 +170,31 @@ def fit_bilinear(data: LayerInputs, l2: float) -> tuple[torch.Tensor, torch.Tens
 
     opt.step(closure)
     return M.detach(), w.detach()
+
+
+def fit_identity_bilinear(data: LayerInputs, options: list[list[str]], probe_rows: int, l2: float):
+    """Convex init for line-end keys: k_i = D x~_end(i), a ridge readout of which option of the pool's vocabulary
+    line i holds (fitted on the first ``probe_rows`` rows' line ends), then logit_i = x~_last^T W k_i + c . k_i by
+    L-BFGS; returned as the bilinear over raw tokens, M = W D and w = D^T c (the intercept's terms are the same
+    for every line, so the softmax over lines drops them).
+
+    Why (results/smollm2_decision/graft/probes.md, session 20): one token a line leaves no weighting within a
+    line to get wrong, and a line end names its option (a linear probe, 99.9% of val lines) though a bilinear
+    over its raw state reads far less than one over the option's identity."""
+    from sklearn.linear_model import Ridge
+
+    vocab = sorted({o.strip() for row in options for o in row})
+    index = {o: i for i, o in enumerate(vocab)}
+    ends = [x[line_ends(r)] for x, r in zip(data.x, data.roles)]
+    ids = [torch.tensor([index[o.strip()] for o in row]) for row in options]
+    X, Y = torch.cat(ends[:probe_rows]), torch.nn.functional.one_hot(torch.cat(ids[:probe_rows]), len(vocab))
+    ridge = Ridge(alpha=10.0).fit(X.numpy(), Y.float().numpy())
+    D = torch.tensor(ridge.coef_, dtype=torch.float32)
+    K = torch.zeros(len(ends), len(LETTERS), len(vocab))
+    for b, e in enumerate(ends):
+        K[b, : len(e)] = e @ D.T
+    W, c = convex_scores(torch.stack([x[-1] for x in data.x]), K, data, l2)
+    return W @ D, D.T @ c
 
 
 class Head(torch.nn.Module):
@@ -300,8 +344,11 @@ def main(config: GraftConfig) -> dict:
 
     train = inputs(labelled, prompts, normed, base_train)
     val = inputs(sets["val"][0], sets["val"][1], sets["val"][3], base_val)
-    probes = fit_token_probes(train.x[: config.probe_rows], train.roles[: config.probe_rows])
-    M, w = fit_bilinear(train, config.l2)
+    probes = fit_token_probes(train.x[: config.probe_rows], train.roles[: config.probe_rows], config.keys)
+    if config.keys == "identity":
+        M, w = fit_identity_bilinear(train, [r.options for r in labelled], config.probe_rows, config.l2)
+    else:
+        M, w = fit_bilinear(train, config.l2)
     log["fits_s"] = round(time.time() - t0)
     head = fit_head(Head(M, w, probes, config.rank, config.lam, config.beta), train, config.steps, config.lr,
                     config.batch, config.seed)
@@ -323,7 +370,7 @@ def main(config: GraftConfig) -> dict:
     out = Path(config.out)
     export_adapter_arm(out / "model", peft, rows, tok, base=config.base, layers=[layer],
                        training={"arm": "graft", "recipe": "a fitted attention head written into the last layer",
-                                 "head": config.head, "rank": config.rank, "seed": config.seed,
+                                 "keys": config.keys, "head": config.head, "rank": config.rank, "seed": config.seed,
                                  "val_written": log["val_written"], "wall_s": log["wall_s"]})
     (out / "graft_log.json").write_text(json.dumps(log, indent=2, default=float) + "\n")
     return log

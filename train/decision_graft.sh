@@ -3,10 +3,14 @@
 #   data -> graft (a head fitted on the last layer's cached inputs, written into it: train/decision_graft.py)
 #   -> warmup (LoRA SFT of that layer from the graft) -> RLCD, RLVR (bandit REINFORCE from the warmup)
 #   -> evaluation (natural held-out tickets, synthetic test prefix, probe) -> ship.
-# Usage: bash train/decision_graft.sh [SEED] [RUNS]
+# Usage: bash train/decision_graft.sh [SEED] [RUNS] [KEYS]
+#   KEYS identity (the shipped arms since session 20: each option line's end keyed by which option it names) or
+#   option (the arms shipped before: every option token keyed by a bilinear over option means; with RL_STEPS=400).
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}
+KEYS=${3:-identity}
+RL_STEPS=${RL_STEPS:-800}
 PY=${PY:-.venv/bin/python}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
@@ -14,12 +18,12 @@ source "$(dirname "$0")/pipeline_stage.sh"
 COMMON="--top_layers 1 --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
 stage synthetic runs/data/decision/manifest.json $PY -m train.decision_data --out runs/data/decision --seed "$SEED"
 stage natural runs/data/natural/manifest.json $PY -m train.decision_natural_data --out runs/data/natural --seed "$SEED"
-stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED"
+stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_smollm2 --stage warmup --init "$RUNS/graft/model" \
   --out "$RUNS/warmup" --rows 3000 --steps 300 --lr 1e-4 --eval_every 25 $COMMON
 for arm in rlcd rlvr; do
   stage "$arm" "$RUNS/$arm/model" $PY -m train.decision_smollm2 --stage "$arm" --init "$RUNS/warmup/model" \
-    --out "$RUNS/$arm" --rows 900 --steps 400 --lr 3e-5 --eval_every 50 $COMMON --val_rows 1000
+    --out "$RUNS/$arm" --rows 900 --steps "$RL_STEPS" --lr 3e-5 --eval_every 50 $COMMON --val_rows 1000
 done
 stage eval "$RUNS/eval.json" $PY -m train.decision_smollm2_eval \
   --arms "warmup=$RUNS/warmup/model,rlcd=$RUNS/rlcd/model,rlvr=$RUNS/rlvr/model" \

@@ -17,7 +17,7 @@ from core.decision.export.adapter import read_adapter_card
 from train.decision_run import LOG, META, MODEL, parse_config
 
 ARMS = ("warmup", "rlcd", "rlvr")
-COMMAND = "python -m train.decision_smollm2 --stage {stage} --out {runs}/{stage}{init} {flags}"
+COMMAND = "python -m train.decision_smollm2 --stage {stage} --out {out}{init} {flags}"
 PIPELINES = {
     "graft": ("bash train/decision_graft.sh 0 {runs}",
               "data -> graft (one attention head fitted on the last layer's cached inputs and written into its "
@@ -52,7 +52,7 @@ def card(arm: str, run: Path, report: dict, pipeline: str = "graft") -> str:
     curve = [r for r in log if "accuracy" in r]
     wall = sum(r.get("chunk_wall_s", 0) for r in log if r.get("event") == "chunk_end") + (curve[-1]["wall_s"] if curve else 0)
     nat, syn = report.get("natural", {}).get(arm, {}), report.get("synthetic", {}).get(arm, {})
-    cmd = COMMAND.format(stage=cfg["stage"], runs=Path(cfg["out"]).parent, flags=flags(cfg),
+    cmd = COMMAND.format(stage=cfg["stage"], out=cfg["out"], flags=flags(cfg),
                          init=f" --init {cfg['init']}" if cfg.get("init") else "")
 
     def row(name, r):

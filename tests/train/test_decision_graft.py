@@ -7,7 +7,8 @@ import torch
 from core.decision.batches import Prompt
 from core.decision.prompt import render_prompt
 from core.decision.random_model import letter_tokenizer
-from train.decision_graft import OUTSIDE, Head, graft_lora, letter_bias, slow_rotary_dims, token_roles, write_head
+from train.decision_graft import (OUTSIDE, Head, LayerInputs, fit_identity_bilinear, graft_lora, letter_bias, line_ends,
+                                  slow_rotary_dims, token_roles, write_head)
 
 
 def test_slow_rotary_dims_are_the_slowest_pairs_first():
@@ -25,6 +26,46 @@ def test_token_roles_mark_each_options_text_and_nothing_else():
         text = tok.decode([t for t, r in zip(ids, roles) if r == i])
         assert text.strip() == ") " + option
     assert roles[-1] == OUTSIDE and OUTSIDE in roles[:5]
+
+
+def test_line_ends_are_each_options_last_token_and_only_those():
+    roles = torch.tensor([OUTSIDE, OUTSIDE, 0, 0, 0, OUTSIDE, 1, 1, OUTSIDE, 2])
+    assert line_ends(roles).nonzero()[:, 0].tolist() == [4, 7, 9]
+    tok = letter_tokenizer()
+    prompt = Prompt("My card was charged twice.", "Which team?", ("billing", "security team", "none"))
+    roles = torch.tensor(token_roles(tok, prompt))
+    ids = tok(render_prompt(prompt.state, prompt.question, list(prompt.options)), add_special_tokens=False)["input_ids"]
+    assert [tok.decode([ids[j]]) for j in line_ends(roles).nonzero()[:, 0]] == ["\n"] * 3
+
+
+def test_the_identity_bilinear_reads_the_option_each_line_end_names():
+    """Line ends carry their option's code (plus noise), the last token which option is right: the fitted bilinear
+    over raw tokens, M = W D, must score the right line end highest on rows it never saw."""
+    g = torch.Generator().manual_seed(0)
+    H, names = 32, ["BILLING", "SECURITY", "INFRASTRUCTURE", "PRODUCT_SUPPORT"]
+    code, want = torch.randn(len(names), H, generator=g), torch.randn(len(names), H, generator=g)
+
+    def rows(n):
+        xs, roles, options, labels = [], [], [], []
+        for _ in range(n):
+            order = torch.randperm(len(names), generator=g).tolist()
+            label = int(torch.randint(len(names), (1,), generator=g))
+            x = torch.randn(2 + 2 * len(names) + 1, H, generator=g) * 0.3
+            r = [OUTSIDE, OUTSIDE] + [i for i in range(len(names)) for _ in (0, 1)] + [OUTSIDE]
+            for i, o in enumerate(order):
+                x[2 + 2 * i + 1] += code[o]
+            x[-1] += want[order[label]]
+            xs.append(x); roles.append(torch.tensor(r)); options.append([names[o] for o in order]); labels.append(label)
+        return LayerInputs(xs, roles, torch.zeros(n, 26), torch.full((n,), len(names)), torch.tensor(labels)), options
+
+    train, options = rows(400)
+    M, w = fit_identity_bilinear(train, options, probe_rows=100, l2=0.3)
+    held, _ = rows(100)
+    hits = 0
+    for x, r, y in zip(held.x, held.roles, held.labels):
+        ends = x[line_ends(r)]
+        hits += int((x[-1] @ M @ ends.T + ends @ w).argmax()) == int(y)
+    assert hits >= 95
 
 
 @pytest.fixture(scope="module")
