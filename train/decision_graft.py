@@ -43,6 +43,8 @@ from train.split_body import SplitBody, cache_states
 
 OUTSIDE = -1
 """Token role of everything that is not an option's text (state, question, letters, the answer cue)."""
+KEYS = ("identity", "option")
+"""The two designs (``GraftConfig.keys``; the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -123,13 +125,13 @@ def line_ends(roles: torch.Tensor) -> torch.Tensor:
     return (roles != OUTSIDE) & (after != roles)
 
 
-def fit_token_probes(x: list[torch.Tensor], roles: list[torch.Tensor], gate: str = "option") -> dict:
-    """g: is this token an option's text, or (gate "identity") an option line's end (logistic); P, p: that
-    option's letter as a one-hot (ridge)."""
+def fit_token_probes(x: list[torch.Tensor], roles: list[torch.Tensor], keys: str) -> dict:
+    """g, the gate: is this token an option's text (keys "option") or an option line's end (keys "identity")
+    (logistic); P, p: that option's letter as a one-hot (ridge)."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
     X, r = torch.cat(x).numpy(), torch.cat(roles).numpy()
-    target = torch.cat([line_ends(one) for one in roles]).numpy() if gate == "identity" else r != OUTSIDE
+    target = torch.cat([line_ends(one) for one in roles]).numpy() if keys == "identity" else r != OUTSIDE
     g = LogisticRegression(C=0.01, max_iter=2000).fit(X, target)
     Y = torch.zeros(len(r), len(LETTERS))
     inside = torch.from_numpy(r != OUTSIDE)
@@ -311,6 +313,8 @@ def main(config: GraftConfig) -> dict:
     from core.decision.export.adapter import export_adapter_arm
     from core.models.loader import load_location
 
+    if config.keys not in KEYS:
+        raise ValueError(f"--keys must be one of {KEYS}, got {config.keys!r}")
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     t0, log = time.time(), {}

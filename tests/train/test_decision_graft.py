@@ -123,7 +123,8 @@ def test_the_written_values_and_output_block_carry_the_letters(attention):
         assert torch.allclose(letter_bias(head, mu, sd), head.bias + head.beta * head.p)
 
 
-def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_continues(tmp_path):
+@pytest.mark.parametrize("keys", ["identity", "option"])
+def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_continues(tmp_path, keys):
     """main(): fits on a tiny real-shaped base (head dim 32), writes, exports; the arm loads hash-checked, its
     val reading is what its Decider says, and train.decision_smollm2's warmup continues from it (--top_layers 1)."""
     import subprocess
@@ -145,7 +146,9 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
                     "--rl", "2", "--val", "4", "--test", "2", "--cued-format", "0", "--cued-warmup", "0", "--cued-rl", "0",
                     "--probe-per-kind", "1"], check=True, capture_output=True)
     data = dict(base=str(base), natural=str(tmp_path / "natural"), synthetic=str(synthetic), val_rows=6, threads=1)
-    log = main(GraftConfig(out=str(tmp_path / "runs" / "graft"), rows=16, probe_rows=8, rank=3, head=1, steps=3, **data))
+    log = main(GraftConfig(out=str(tmp_path / "runs" / "graft"), rows=16, probe_rows=8, rank=3, head=1, steps=3, keys=keys,
+                           **data))
+    assert log["config"]["keys"] == keys
     arm = tmp_path / "runs" / "graft" / "model"
     assert 0 <= log["val_written"]["accuracy"] <= 1 and (tmp_path / "runs" / "graft" / "graft_log.json").is_file()
     decider = load_adapter_decider(arm)
@@ -157,3 +160,10 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
     smol(SmolConfig(stage="warmup", init=str(arm), out=str(tmp_path / "runs" / "warmup"), rows=8, natural_share=0.5,
                     top_layers=1, steps=1, batch=4, eval_every=1, **data))
     assert load_adapter_decider(tmp_path / "runs" / "warmup" / "model").decide(row.state, [Choice(row.question, row.options)])
+
+
+def test_a_graft_with_an_unknown_key_design_is_refused_before_any_work():
+    from train.decision_graft import GraftConfig, main
+
+    with pytest.raises(ValueError, match="--keys must be one of"):
+        main(GraftConfig(keys="idenity"))
