@@ -72,9 +72,7 @@ def confidence_stats(head: PooledHead, t) -> torch.Tensor:
         nearness = head.nearness(states)  # measured once: the logits, the raw scores and the feature share it
         temperature = head.temperature(states, nearness)
         logits = head(states, options, mask, temperature)
-        zs = head.state_z(states)
-        raw = torch.einsum("bh,bkh->bk", zs @ head.m, options / head.option_scale) + (options / head.option_scale) @ head.w
-        raw = raw / temperature[:, None]
+        raw = head.scores(head.state_z(states), options / head.option_scale) / temperature[:, None]
         top = raw.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
         mean = (raw * mask).sum(-1) / mask.sum(-1)
         return torch.cat([logit_stats(logits, mask)[:, :4], head.familiarity(states)[:, None], top[:, None], mean[:, None],

@@ -107,11 +107,14 @@ class PooledHead(torch.nn.Module):
                 temperature: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, K] for states [B, H] and options [B, K, H]; options where ``mask`` is False get -inf.
         ``temperature`` [B]: the states' T when the caller has it already (else measured here)."""
-        zs, zo = self.standardise(states, options, mask)
-        logits = torch.einsum("bh,bkh->bk", zs @ self.m, zo) + zo @ self.w
+        logits = self.scores(*self.standardise(states, options, mask))
         if len(self.neighbours):
             logits = logits / (self.temperature(states) if temperature is None else temperature)[:, None]
         return logits.masked_fill(~mask, float("-inf"))
+
+    def scores(self, zs: torch.Tensor, zo: torch.Tensor) -> torch.Tensor:
+        """The bilinear's scores [B, K] of standardised states [B, H] and options [B, K, H]: no temperature, no mask."""
+        return torch.einsum("bh,bkh->bk", zs @ self.m, zo) + zo @ self.w
 
     def unit_states(self, states: torch.Tensor) -> torch.Tensor:
         """Standardised states scaled to unit length: what ``neighbours`` holds and ``nearness`` compares."""
