@@ -64,29 +64,31 @@ UPLOAD = "".join(
                                   ("printer jam", "None of the above"), ("invoice wrong", "billing")] * 5))
 
 
-def _upload(page, path) -> None:
-    """Set ``path`` on the calibration upload and wait for its name; set it once more if the name does not
-    show. Once, on CI under load, the file never reached the page in 30 s where it does every time here; the
-    box holds one file, so a second try replaces the first and cannot double it."""
+def _calibration_upload(browser, app_url, path):
+    """A page on the Calibration view with ``path`` uploaded (its name shown). Twice on CI under the full suite's
+    load the file never showed (30 s) where it shows every time alone or under a CPU burner: a stalled upload
+    leaves the box without its input, so the second try is a fresh page; a second stall fails, saying what the box
+    shows."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for last in (False, True):
-        page.locator("#dq-upload input[type=file]").set_input_files(str(path))
+        page = open_decisions(browser, app_url)
+        page.get_by_role("tab", name="Calibration").click()
+        page.get_by_label("uploaded file").check()
         try:
+            page.locator("#dq-upload input[type=file]").set_input_files(str(path), timeout=WAIT_MS)
             page.get_by_text(path.name).first.wait_for(timeout=WAIT_MS)
-            return
+            return page
         except PlaywrightTimeout:
             if last:
-                raise
+                raise AssertionError(f"the upload never showed; the box reads {page.locator('#dq-upload').inner_text()!r}")
+            page.close()
 
 
 def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
     path = tmp_path / "labelled.jsonl"
     path.write_text(UPLOAD)
-    page = open_decisions(browser, app_url)
-    page.get_by_role("tab", name="Calibration").click()
-    page.get_by_label("uploaded file").check()
-    _upload(page, path)
+    page = _calibration_upload(browser, app_url, path)
     page.get_by_label("Add temperature scaling", exact=False).check()
     page.locator("#dq-evaluate").click()
     page.get_by_text("30 rows from uploaded file", exact=False).wait_for(timeout=2 * WAIT_MS)
