@@ -39,12 +39,16 @@ from core.decision.prompt import LETTERS, letter_token_ids, render_prompt
 from core.decision.readout import last_real_index
 from train.decision_run import evaluate_probs, parse_config
 from train.decision_smollm2 import BASE, SmolConfig, pool, probs_of
+from train.decision_graft_query import top_inputs
 from train.split_body import SplitBody, cache_states
 
 OUTSIDE = -1
 """Token role of everything that is not an option's text (state, question, letters, the answer cue)."""
 KEYS = ("identity", "option")
 """The two designs (``GraftConfig.keys``; the module docstring)."""
+QUERIES = ("last", "below")
+"""Where the head's query comes from (``GraftConfig.query``): the last token's own state, or the mean of every
+token, which a zero-query head in the layer below writes into it (train/decision_graft_query.py)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,10 @@ class GraftConfig:
     keys: str = field(default="identity", metadata={
         "help": "option: every option token keyed by a bilinear over option means; identity: each line end keyed by "
                 "which option of the pool's vocabulary its line holds"})
+    query: str = field(default="last", metadata={
+        "help": "last: the last token's state; below: the mean of every token, handed down by a zero-query head in "
+                "the layer below (the graft then adapts the top two layers)"})
+    below_rank: int = field(default=16, metadata={"help": "dims of that mean the layer below writes (--query below)"})
     lam: float = field(default=5.0, metadata={"help": "weight of the gate probe (option text / line end) in the keys"})
     beta: float = field(default=15.0, metadata={"help": "initial letter scale (logits per unit of letter score)"})
     steps: int = field(default=1600, metadata={"help": "AdamW steps fitting the head's own form"})
@@ -99,6 +107,11 @@ class LayerInputs:
     base_logits: torch.Tensor
     n_options: torch.Tensor
     labels: torch.Tensor
+    queries: torch.Tensor | None = None
+    """[rows, q] the head's query inputs when they are not the last token's state (``--query below``)."""
+
+    def query_rows(self) -> torch.Tensor:
+        return self.queries if self.queries is not None else torch.stack([x[-1] for x in self.x])
 
     def batch(self, idx):
         xs = [self.x[i] for i in idx]
@@ -107,7 +120,7 @@ class LayerInputs:
         real = torch.zeros(len(xs), width, dtype=torch.bool)
         for b, x in enumerate(xs):
             X[b, : len(x)], real[b, : len(x)] = x, True
-        last = torch.stack([x[-1] for x in xs])
+        last = self.query_rows()[idx] if self.queries is not None else torch.stack([x[-1] for x in xs])
         return X, real, last, self.base_logits[idx], self.n_options[idx], self.labels[idx]
 
 
@@ -152,7 +165,7 @@ def option_means(x: torch.Tensor, roles: torch.Tensor) -> torch.Tensor:
 def fit_bilinear(data: LayerInputs, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Convex init: logit_i = x~_last^T M k_i + w . k_i over option means k_i, L2 on M and w, full-batch L-BFGS."""
     K = torch.stack([option_means(x, r) for x, r in zip(data.x, data.roles)])
-    return convex_scores(torch.stack([x[-1] for x in data.x]), K, data, l2)
+    return convex_scores(data.query_rows(), K, data, l2)
 
 
 def convex_scores(q: torch.Tensor, K: torch.Tensor, data: LayerInputs, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -195,7 +208,7 @@ def fit_identity_bilinear(data: LayerInputs, options: list[list[str]], probe_row
     K = torch.zeros(len(ends), len(LETTERS), len(vocab))
     for b, e in enumerate(ends):
         K[b, : len(e)] = e @ D.T
-    W, c = convex_scores(torch.stack([x[-1] for x in data.x]), K, data, l2)
+    W, c = convex_scores(data.query_rows(), K, data, l2)
     return W @ D, D.T @ c
 
 
@@ -244,30 +257,49 @@ def slow_rotary_dims(head_dim: int, n: int) -> list[int]:
     return [d for i in range(half - 1, -1, -1) for d in (i, i + half)][:n]
 
 
-def graft_lora(layer: int, rank: int, head_dim: int):
-    """The LoRA config the write fills: q (the head's own rows out, ours in), k, v (replace dims), o (one head's block)."""
+def graft_lora(layer: int, rank: int, head_dim: int, below: int | None = None, below_rank: int = 0):
+    """The LoRA config the write fills: q (the head's own rows out, ours in), k, v (replace dims), o (one head's block);
+    with ``below``, that layer's too (``train.decision_graft_query.write_below``)."""
     from peft import LoraConfig
 
-    if head_dim < len(LETTERS) or head_dim < 2 * (rank + 1):
-        raise ValueError(f"a head of {head_dim} dims cannot hold 26 letter values and {rank + 1} query dims")
+    from train.decision_graft_query import below_ranks
+
+    if head_dim < len(LETTERS) or head_dim < 2 * (rank + 1) or head_dim < below_rank:
+        raise ValueError(f"a head of {head_dim} dims cannot hold 26 letter values, {rank + 1} query dims "
+                         f"and {below_rank} handed-down dims")
     ranks = {"q_proj": head_dim + rank + 1, "k_proj": 2 * (rank + 1), "v_proj": 2 * len(LETTERS), "o_proj": head_dim}
-    return LoraConfig(r=8, lora_alpha=8, lora_dropout=0.0, target_modules=list(ranks), layers_to_transform=[layer],
-                      rank_pattern=ranks, alpha_pattern=ranks)
+    layers = [layer]
+    if below is not None:
+        ranks = {**below_ranks(below, head_dim, below_rank), **{f"layers.{layer}.self_attn.{k}": v for k, v in ranks.items()}}
+        layers = [below, layer]
+    return LoraConfig(r=8, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+                      layers_to_transform=layers, rank_pattern=ranks, alpha_pattern=ranks)
 
 
-def write_head(attn, head: Head, h: int, mu: torch.Tensor, sd: torch.Tensor, last_mean: torch.Tensor,
+def query_map(head: Head, mu: torch.Tensor, sd: torch.Tensor, read: tuple | None = None):
+    """The head's query as a map on the layer's normed input [r, H] and a constant [r]: U over the last token's
+    standardised input, or with ``read`` = (R [k, H], its mean, its sd) over what the layer below wrote, R x
+    standardised."""
+    if read is None:
+        return head.U / sd, -(head.U @ (mu / sd))
+    R, mean, spread = read
+    return (head.U / spread) @ R, -(head.U @ (mean / spread))
+
+
+def write_head(attn, head: Head, h: int, query: tuple, mu: torch.Tensor, sd: torch.Tensor, last_mean: torch.Tensor,
                letter_dirs: torch.Tensor) -> None:
     """Fill the LoRA of one attention module so that query head ``h`` computes ``head`` (see the docstring).
 
     Args:
+        query: ``query_map``'s (map, constant) of the head's query.
         last_mean: mean normed input at the last token (x . last_mean / |last_mean|^2 ~= 1 there: the constant).
         letter_dirs: [H, 26] residual directions that add one logit to each letter after the final norm.
     """
     hd = attn.head_dim
     g, r = h // attn.num_key_value_groups, head.rank
     dims = slow_rotary_dims(hd, r + 1)
-    q0 = -(head.U @ (mu / sd))  # the query's constant part becomes a key-only term
-    U, V = head.U / sd, head.V / sd
+    U, q0 = query  # the query's constant part becomes a key-only term
+    V = head.V / sd
     keys = (head.c + head.lam * head.g + head.V.T @ q0 / math.sqrt(r)) / sd
     root = math.sqrt(math.sqrt(hd))  # q . k / sqrt(hd) == (U x~) . (V x~) / sqrt(r)
     lora = {name: (getattr(attn, name).lora_A["default"].weight, getattr(attn, name).lora_B["default"].weight)
@@ -313,44 +345,65 @@ def main(config: GraftConfig) -> dict:
     from core.decision.export.adapter import export_adapter_arm
     from core.models.loader import load_location
 
-    if config.keys not in KEYS:
-        raise ValueError(f"--keys must be one of {KEYS}, got {config.keys!r}")
+    if config.keys not in KEYS or config.query not in QUERIES:
+        raise ValueError(f"--keys must be one of {KEYS} and --query one of {QUERIES}, got {config.keys!r}, {config.query!r}")
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     t0, log = time.time(), {}
     loaded = load_location(config.base)
     model, tok = loaded.model, loaded.tokenizer
-    decoder = model.get_decoder()
-    layer = len(decoder.layers) - 1
+    layer = len(model.get_decoder().layers) - 1
+    below = layer - 1 if config.query == "below" else None
+    top = 1 if below is None else 2
     smol = SmolConfig(base=config.base, natural=config.natural, synthetic=config.synthetic, rows=config.rows,
-                      natural_share=config.natural_share, val_rows=config.val_rows, top_layers=1, seed=config.seed)
-    split = SplitBody.of(decoder, 1)
+                      natural_share=config.natural_share, val_rows=config.val_rows, top_layers=top, seed=config.seed)
     rows = model.get_output_embeddings().weight[torch.tensor(letter_token_ids(tok))].detach().float().clone()
+    peft = get_peft_model(model, graft_lora(layer, config.rank, model.config.head_dim, below, config.below_rank))
+    peft.eval()  # every LoRA starts as no change (B = 0) until a write fills it
+    decoder = peft.get_decoder()
+    split = SplitBody.of(decoder, top)
     cache = Path(config.out).parent / "cache"
-    sets = {}
+    cut = {}
     for which, tag, n in (("train", "warmup-pool", config.rows), ("val", "val", config.val_rows)):
         labelled = pool(smol, which, n)
         prompts = [prompt_of(r) for r in labelled]
-        states = cache_states(split, tokenize_prompts(tok, prompts), cache, tag)  # train.decision_smollm2's files
+        cut[which] = (labelled, prompts, cache_states(split, tokenize_prompts(tok, prompts), cache, tag))  # the runs' files
+    roles = {which: [torch.tensor(token_roles(tok, p)) for p in cut[which][1]] for which in cut}
+    options = [r.options for r in cut["train"][0]]
+    if below is not None:
+        from train.decision_graft_query import hand_down
+
+        log["below"] = hand_down(split, cut["train"][2], roles["train"], options,
+                                 torch.tensor([r.label for r in cut["train"][0]]), config)
+    sets = {}
+    for which, (labelled, prompts, states) in cut.items():
         with torch.no_grad():
-            normed = [decoder.layers[layer].input_layernorm(s) for s in states]
+            normed = [decoder.layers[layer].input_layernorm(s) for s in top_inputs(split, states)]
             finals = torch.cat([_last_states(split, states[s:s + 32]) for s in range(0, len(states), 32)])
         sets[which] = (labelled, prompts, states, normed, finals)
     labelled, prompts, _, normed, finals = sets["train"]
     mu, sd = standardiser(normed[: config.probe_rows])
+    read = None
+    if below is not None:
+        from train.decision_graft_query import handed_down
+
+        R = handed_down(decoder.layers[layer], log["below"]["directions"])
+        reads = torch.stack([x[-1] for x in normed]) @ R.T
+        read = (R, reads.mean(0), reads.std(0) + 1e-6)
+
+    def inputs(which, base_logits):
+        labelled, _, _, normed, _ = sets[which]
+        x = [(one - mu) / sd for one in normed]
+        queries = None if read is None else (torch.stack([one[-1] for one in normed]) @ read[0].T - read[1]) / read[2]
+        return LayerInputs(x, roles[which], base_logits, torch.tensor([len(r.options) for r in labelled]),
+                           torch.tensor([r.label for r in labelled]), queries)
+
     with torch.no_grad():
-        base_train = finals @ rows.T
-        base_val = sets["val"][4] @ rows.T
-
-    def inputs(labelled, prompts, normed, base_logits):
-        return LayerInputs([(x - mu) / sd for x in normed], [torch.tensor(token_roles(tok, p)) for p in prompts],
-                           base_logits, torch.tensor([len(r.options) for r in labelled]), torch.tensor([r.label for r in labelled]))
-
-    train = inputs(labelled, prompts, normed, base_train)
-    val = inputs(sets["val"][0], sets["val"][1], sets["val"][3], base_val)
+        train = inputs("train", finals @ rows.T)
+        val = inputs("val", sets["val"][4] @ rows.T)
     probes = fit_token_probes(train.x[: config.probe_rows], train.roles[: config.probe_rows], config.keys)
     if config.keys == "identity":
-        M, w = fit_identity_bilinear(train, [r.options for r in labelled], config.probe_rows, config.l2)
+        M, w = fit_identity_bilinear(train, options, config.probe_rows, config.l2)
     else:
         M, w = fit_bilinear(train, config.l2)
     log["fits_s"] = round(time.time() - t0)
@@ -365,17 +418,16 @@ def main(config: GraftConfig) -> dict:
     gamma = decoder.norm.weight.detach().float()
     final_rms = _final_rms(split, sets["val"][2][:64])
     letter_dirs = torch.linalg.pinv(gamma[None] * rows) * final_rms
-    peft = get_peft_model(model, graft_lora(layer, config.rank, model.config.head_dim))
-    write_head(peft.get_decoder().layers[layer].self_attn, head, config.head, mu, sd, last_mean, letter_dirs)
-    peft.eval()
-    grafted = SplitBody.of(peft.get_decoder(), 1)
-    log["val_written"] = evaluate_probs(sets["val"][0], probs_of(grafted, rows, sets["val"][2], sets["val"][1]))
+    write_head(decoder.layers[layer].self_attn, head, config.head, query_map(head, mu, sd, read), mu, sd, last_mean,
+               letter_dirs)
+    log["val_written"] = evaluate_probs(sets["val"][0], probs_of(split, rows, sets["val"][2], sets["val"][1]))
     log.update(wall_s=round(time.time() - t0), final_rms=final_rms, config=vars(config))
+    log.get("below", {}).pop("directions", None)
     out = Path(config.out)
-    export_adapter_arm(out / "model", peft, rows, tok, base=config.base, layers=[layer],
+    export_adapter_arm(out / "model", peft, rows, tok, base=config.base, layers=list(range(layer + 1 - top, layer + 1)),
                        training={"arm": "graft", "recipe": "a fitted attention head written into the last layer",
-                                 "keys": config.keys, "head": config.head, "rank": config.rank, "seed": config.seed,
-                                 "val_written": log["val_written"], "wall_s": log["wall_s"]})
+                                 "keys": config.keys, "query": config.query, "head": config.head, "rank": config.rank,
+                                 "seed": config.seed, "val_written": log["val_written"], "wall_s": log["wall_s"]})
     (out / "graft_log.json").write_text(json.dumps(log, indent=2, default=float) + "\n")
     return log
 

@@ -6,19 +6,23 @@
 # Usage: bash train/decision_graft.sh [SEED] [RUNS] [KEYS]
 #   KEYS identity (the shipped arms since session 20: each option line's end keyed by which option it names) or
 #   option (the arms shipped before: every option token keyed by a bilinear over option means; with RL_STEPS=400).
+#   QUERY=below: the head's query joined to the mean of every token, handed down by a zero-query head in the layer
+#   below (train/decision_graft_query.py); every stage then adapts the top two layers.
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}
 KEYS=${3:-identity}
 RL_STEPS=${RL_STEPS:-800}
+QUERY=${QUERY:-last}
+TOP=$([ "$QUERY" = below ] && echo 2 || echo 1)
 PY=${PY:-.venv/bin/python}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
-COMMON="--top_layers 1 --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
+COMMON="--top_layers $TOP --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
 stage synthetic runs/data/decision/manifest.json $PY -m train.decision_data --out runs/data/decision --seed "$SEED"
 stage natural runs/data/natural/manifest.json $PY -m train.decision_natural_data --out runs/data/natural --seed "$SEED"
-stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS"
+stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS" --query "$QUERY"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_smollm2 --stage warmup --init "$RUNS/graft/model" \
   --out "$RUNS/warmup" --rows 3000 --steps 300 --lr 1e-4 --eval_every 25 $COMMON
 for arm in rlcd rlvr; do

@@ -8,7 +8,7 @@ from core.decision.batches import Prompt
 from core.decision.prompt import render_prompt
 from core.decision.random_model import letter_tokenizer
 from train.decision_graft import (OUTSIDE, Head, LayerInputs, fit_identity_bilinear, graft_lora, letter_bias, line_ends,
-                                  slow_rotary_dims, token_roles, write_head)
+                                  query_map, slow_rotary_dims, token_roles, write_head)
 
 
 def test_slow_rotary_dims_are_the_slowest_pairs_first():
@@ -93,7 +93,7 @@ def test_the_written_head_attends_as_the_fitted_form(attention):
     head = random_head(H, 3)
     x = torch.randn(T, H)
     mu, sd = torch.randn(H) * 0.1, torch.rand(H) + 0.5
-    write_head(attn, head, h, mu, sd, last_mean=x[-1], letter_dirs=torch.randn(H, 26))
+    write_head(attn, head, h, query_map(head, mu, sd), mu, sd, last_mean=x[-1], letter_dirs=torch.randn(H, 26))
     cos, sin = model.get_decoder().rotary_emb(x[None], torch.arange(T)[None])
     with torch.no_grad():
         _, weights = attn(x[None], position_embeddings=(cos, sin), attention_mask=None)
@@ -108,7 +108,7 @@ def test_the_written_values_and_output_block_carry_the_letters(attention):
     head = random_head(H, 3)
     mu, sd = torch.zeros(H), torch.rand(H) + 0.5
     dirs = torch.randn(H, 26)
-    write_head(attn, head, h, mu, sd, last_mean=torch.randn(H), letter_dirs=dirs)
+    write_head(attn, head, h, query_map(head, mu, sd), mu, sd, last_mean=torch.randn(H), letter_dirs=dirs)
 
     def merged(proj):
         lora = getattr(attn, proj)
@@ -123,15 +123,16 @@ def test_the_written_values_and_output_block_carry_the_letters(attention):
         assert torch.allclose(letter_bias(head, mu, sd), head.bias + head.beta * head.p)
 
 
-@pytest.mark.parametrize("keys", ["identity", "option"])
-def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_continues(tmp_path, keys):
+@pytest.mark.parametrize("keys, query", [("identity", "last"), ("option", "last"), ("identity", "below")])
+def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_continues(tmp_path, keys, query):
     """main(): fits on a tiny real-shaped base (head dim 32), writes, exports; the arm loads hash-checked, its
-    val reading is what its Decider says, and train.decision_smollm2's warmup continues from it (--top_layers 1)."""
+    val reading is what its Decider says, and train.decision_smollm2's warmup continues from it (--top_layers 1,
+    or 2 when the layer below hands the head its query)."""
     import subprocess
     import sys
 
     from core.decision.data.store import read_partition
-    from core.decision.export.adapter import load_adapter_decider
+    from core.decision.export.adapter import load_adapter_decider, read_adapter_card
     from core.decision.questions import Choice
     from tests.fixtures.tiny_adapter_arm import build_tiny_llama
     from train.decision_graft import GraftConfig, main
@@ -147,8 +148,10 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
                     "--probe-per-kind", "1"], check=True, capture_output=True)
     data = dict(base=str(base), natural=str(tmp_path / "natural"), synthetic=str(synthetic), val_rows=6, threads=1)
     log = main(GraftConfig(out=str(tmp_path / "runs" / "graft"), rows=16, probe_rows=8, rank=3, head=1, steps=3, keys=keys,
-                           **data))
+                           query=query, below_rank=4, **data))
     assert log["config"]["keys"] == keys
+    top = 2 if query == "below" else 1
+    assert read_adapter_card(tmp_path / "runs" / "graft" / "model").layers == list(range(2 - top, 2))
     arm = tmp_path / "runs" / "graft" / "model"
     assert 0 <= log["val_written"]["accuracy"] <= 1 and (tmp_path / "runs" / "graft" / "graft_log.json").is_file()
     decider = load_adapter_decider(arm)
@@ -158,7 +161,7 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
     assert sum(hits) / len(hits) == pytest.approx(log["val_written"]["accuracy"])
     row = read_partition(tmp_path / "natural", "val")[0]
     smol(SmolConfig(stage="warmup", init=str(arm), out=str(tmp_path / "runs" / "warmup"), rows=8, natural_share=0.5,
-                    top_layers=1, steps=1, batch=4, eval_every=1, **data))
+                    top_layers=top, steps=1, batch=4, eval_every=1, **data))
     assert load_adapter_decider(tmp_path / "runs" / "warmup" / "model").decide(row.state, [Choice(row.question, row.options)])
 
 
@@ -167,3 +170,5 @@ def test_a_graft_with_an_unknown_key_design_is_refused_before_any_work():
 
     with pytest.raises(ValueError, match="--keys must be one of"):
         main(GraftConfig(keys="idenity"))
+    with pytest.raises(ValueError, match="--query one of"):
+        main(GraftConfig(query="mean"))
