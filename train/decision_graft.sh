@@ -8,6 +8,7 @@
 #   option (the arms shipped before: every option token keyed by a bilinear over option means; with RL_STEPS=400).
 #   QUERY=below: the head's query joined to the mean of every token, handed down by a zero-query head in the layer
 #   below (train/decision_graft_query.py); every stage then adapts the top two layers.
+#   UNTIL=rlvr: stop before the evaluation reads the test split (when a rule decides first on val).
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}
@@ -29,6 +30,7 @@ for arm in rlcd rlvr; do
   stage "$arm" "$RUNS/$arm/model" $PY -m train.decision_smollm2 --stage "$arm" --init "$RUNS/warmup/model" \
     --out "$RUNS/$arm" --rows 900 --steps "$RL_STEPS" --lr 3e-5 --eval_every 50 $COMMON --val_rows 1000
 done
+if [ "${UNTIL:-eval}" = rlvr ]; then echo "stopped before the evaluation (UNTIL=rlvr)"; exit 0; fi
 stage eval "$RUNS/eval.json" $PY -m train.decision_smollm2_eval \
   --arms "warmup=$RUNS/warmup/model,rlcd=$RUNS/rlcd/model,rlvr=$RUNS/rlvr/model" \
   --synthetic_rows 600 --probe_rows 2000 --cache "$RUNS/cache" --json "$RUNS/eval.json"
