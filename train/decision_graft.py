@@ -15,7 +15,9 @@ g (the gate) and P (that option's letter) are linear probes fitted first; U and 
 a convex bilinear (L-BFGS). Two designs (``--keys``): *identity* (shipped since session 20) gates on each
 option line's end, one token a line, and the bilinear scores which option of the pool's vocabulary that line
 names; *option* (the arms shipped before) gates on every option token, the bilinear over option means, which
-weights a line's tokens unevenly (results/smollm2_decision/graft/probes.md). The write: head H's query is
+weights a line's tokens unevenly (results/smollm2_decision/graft/probes.md). ``--query below`` (tried in
+session 21, not shipped: results/smollm2_decision/graft/query/rule.md) replaces the query with the mean of every
+token, handed down by a zero-query head in the layer below (train/decision_graft_query.py). The write: head H's query is
 replaced by [U x~; 1] in its slowest rotary dims (positions barely turn them), the same dims of its key
 group by [V x~; (c + lam g) x~], 26 value dims of that group by the letter probe, and H's block of o_proj by
 the letter directions through the final norm (the pseudo-inverse of the readout rows); the bias goes into
