@@ -272,7 +272,8 @@ def graft_lora(layer: int, rank: int, head_dim: int, below: int | None = None, b
     ranks = {"q_proj": head_dim + rank + 1, "k_proj": 2 * (rank + 1), "v_proj": 2 * len(LETTERS), "o_proj": head_dim}
     layers = [layer]
     if below is not None:
-        ranks = {**below_ranks(below, head_dim, below_rank), **{f"layers.{layer}.self_attn.{k}": v for k, v in ranks.items()}}
+        top = {f"layers.{layer}.self_attn.{k}": v for k, v in ranks.items()}
+        ranks = {**below_ranks(below, head_dim, below_rank), **top}
         layers = [below, layer]
     return LoraConfig(r=8, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                       layers_to_transform=layers, rank_pattern=ranks, alpha_pattern=ranks)
@@ -348,7 +349,8 @@ def main(config: GraftConfig) -> dict:
     from core.models.loader import load_location
 
     if config.keys not in KEYS or config.query not in QUERIES:
-        raise ValueError(f"--keys must be one of {KEYS} and --query one of {QUERIES}, got {config.keys!r}, {config.query!r}")
+        raise ValueError(f"--keys must be one of {KEYS} and --query one of {QUERIES}, "
+                         f"got {config.keys!r}, {config.query!r}")
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     t0, log = time.time(), {}
@@ -369,7 +371,8 @@ def main(config: GraftConfig) -> dict:
     for which, tag, n in (("train", "warmup-pool", config.rows), ("val", "val", config.val_rows)):
         labelled = pool(smol, which, n)
         prompts = [prompt_of(r) for r in labelled]
-        cut[which] = (labelled, prompts, cache_states(split, tokenize_prompts(tok, prompts), cache, tag))  # the runs' files
+        ids = tokenize_prompts(tok, prompts)
+        cut[which] = (labelled, prompts, cache_states(split, ids, cache, tag))  # the files the runs' stages read
     roles = {which: [torch.tensor(token_roles(tok, p)) for p in cut[which][1]] for which in cut}
     options = [r.options for r in cut["train"][0]]
     if below is not None:

@@ -3,17 +3,21 @@
 Why (results/smollm2_decision/graft/query/): the identity bilinear the top head approximates reads departments
 0.63 on val with the last token's own state as its query, ~0.71 with the mean of every token; the top head's
 query can only come from the last token. A head whose query is zero weighs every token before it alike, so at
-the last token it hands over the prompt's mean, which replaces the top head's query. Its values are a rank-r readout of the layer's standardised
-inputs (the part of that mean the bilinear uses), kept tiny in the value dims its group's other heads also read,
-and its output block writes them into r quiet directions of the residual stream (the least-varying ones), where
-the top head's query reads them back, amplified. The other heads, the MLPs and the readout see a change the
-size of those directions' own spread; what is left the warmup that follows trains away.
+the last token it hands over the prompt's mean, which replaces the top head's query. Its values are a rank-r
+readout of the layer's standardised inputs (the part of that mean the bilinear uses), kept small in the value dims
+its group's other heads also read, and its output block writes them into the r least-varying directions of the
+residual stream, where the top head's query reads them back. The rest of the body sees a change ten times those
+directions' own spread; the warmup that follows trains the two layers on from there.
+
+Tried once (session 21, results/smollm2_decision/graft/query/rule.md): natural departments rose on val, the arm
+grew more confident and RLCD did not calm it; nothing shipped.
 
     python -m train.decision_graft --query below --out runs/smollm2-query/graft
 """
 
 import torch
 
+from core.decision.prompt import LETTERS
 from train.split_body import SplitBody
 
 
@@ -120,7 +124,8 @@ def hand_down(split: SplitBody, states: list[torch.Tensor], roles: list[torch.Te
     mu_b, sd_b = standardiser(normed_below[:n])
     x = [(one - mu) / sd for one in normed_top]
     means = torch.stack([((one - mu_b) / sd_b).mean(0) for one in normed_below])
-    data = LayerInputs(x, roles, torch.zeros(len(x), 26), torch.tensor([len(o) for o in options]), labels, means)
+    n_options = torch.tensor([len(o) for o in options])
+    data = LayerInputs(x, roles, torch.zeros(len(x), len(LETTERS)), n_options, labels, means)
     M, _ = fit_identity_bilinear(data, options, n, config.l2)
     u, _, _ = torch.linalg.svd(M)
     readout = u[:, :r].T / sd_b  # on the normed input; its constant part is the same for every row

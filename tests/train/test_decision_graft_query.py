@@ -56,11 +56,13 @@ def test_the_zero_query_head_hands_each_token_the_readout_of_its_prefix_mean(bod
     hook = attn.o_proj.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
     cos, sin = body.get_decoder().rotary_emb(x, torch.arange(T)[None])
     with torch.no_grad():
-        _, weights = attn(x, position_embeddings=(cos, sin), attention_mask=torch.full((T, T), float("-inf")).triu(1)[None, None])
+        causal = torch.full((T, T), float("-inf")).triu(1)[None, None]
+        _, weights = attn(x, position_embeddings=(cos, sin), attention_mask=causal)
     hook.remove()
     for t in range(T):
         assert torch.allclose(weights[0, h, t, : t + 1], torch.full((t + 1,), 1 / (t + 1)), atol=1e-6)
-        assert torch.allclose(seen[0][0, t, h * 32 + torch.tensor(dims)], 0.01 * readout @ x[0, : t + 1].mean(0), atol=1e-5)
+        handed = seen[0][0, t, h * 32 + torch.tensor(dims)]
+        assert torch.allclose(handed, 0.01 * readout @ x[0, : t + 1].mean(0), atol=1e-5)
     o = attn.o_proj
     merged = o.base_layer.weight + o.lora_B["default"].weight @ o.lora_A["default"].weight * o.scaling["default"]
     block = merged[:, h * 32:(h + 1) * 32]
