@@ -165,7 +165,7 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
     assert load_adapter_decider(tmp_path / "runs" / "warmup" / "model").decide(row.state, [Choice(row.question, row.options)])
 
 
-def test_a_graft_with_an_unknown_key_design_is_refused_before_any_work():
+def test_a_graft_with_an_unknown_key_or_query_design_is_refused_before_any_work():
     from train.decision_graft import GraftConfig, main
 
     with pytest.raises(ValueError, match="--keys must be one of"):
