@@ -122,7 +122,7 @@ class LayerInputs:
         real = torch.zeros(len(xs), width, dtype=torch.bool)
         for b, x in enumerate(xs):
             X[b, : len(x)], real[b, : len(x)] = x, True
-        last = self.query_rows()[idx] if self.queries is not None else torch.stack([x[-1] for x in xs])
+        last = self.queries[idx] if self.queries is not None else torch.stack([x[-1] for x in xs])
         return X, real, last, self.base_logits[idx], self.n_options[idx], self.labels[idx]
 
 
