@@ -8,6 +8,7 @@
 #   option (the arms shipped before: every option token keyed by a bilinear over option means; with RL_STEPS=400).
 #   QUERY=below: the head's query joined to the mean of every token, handed down by a zero-query head in the layer
 #   below (train/decision_graft_query.py); every stage then adapts the top two layers.
+#   TRAIN_TOP=1 (with QUERY=below): warmup and RL train the top layer only; the one below keeps the graft's write.
 #   UNTIL=rlvr: stop before the evaluation reads the test split (when a rule decides first on val).
 set -euo pipefail
 SEED=${1:-0}
@@ -20,7 +21,7 @@ PY=${PY:-.venv/bin/python}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
-COMMON="--top_layers $TOP --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
+COMMON="--top_layers $TOP --train_top ${TRAIN_TOP:-0} --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
 stage synthetic runs/data/decision/manifest.json $PY -m train.decision_data --out runs/data/decision --seed "$SEED"
 stage natural runs/data/natural/manifest.json $PY -m train.decision_natural_data --out runs/data/natural --seed "$SEED"
 stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS" --query "$QUERY"

@@ -22,6 +22,7 @@ body that already reads English. Departures, said plainly:
 """
 
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ class SmolConfig:
         "help": "share of those drills that are the easy rung (one line, 2-3 options): a binding stage is all easy"})
     val_rows: int = field(default=300, metadata={"help": "val rows (natural and synthetic, same share)"})
     top_layers: int = field(default=6, metadata={"help": "LoRA on the top K layers; the rest cached"})
+    train_top: int = field(default=0, metadata={
+        "help": "how many of those layers train (0: all); fewer keeps the ones below as --init left them"})
     rank: int = field(default=16, metadata={"help": "LoRA rank"})
     alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
     steps: int = field(default=120, metadata={"help": "optimiser steps"})
@@ -81,6 +84,8 @@ class SmolConfig:
             raise ValueError("an RL stage starts from the warmup's export: pass --init")
         if not 0 <= self.natural_share <= 1 or self.rows < 1 or self.top_layers < 1:
             raise ValueError("natural_share in [0, 1], rows >= 1 and top_layers >= 1")
+        if not 0 <= self.train_top <= self.top_layers:
+            raise ValueError(f"train_top in [0, top_layers = {self.top_layers}], got {self.train_top}")
         if not 0 <= self.drill_easy_share <= 1:
             raise ValueError(f"drill_easy_share in [0, 1], got {self.drill_easy_share}")
         if not 0 <= self.drill_share <= 1 - self.natural_share:
@@ -150,6 +155,10 @@ def build(config: SmolConfig):
         model = get_peft_model(model, lora)
         ids = torch.tensor(letter_token_ids(tokenizer))
         rows = torch.nn.Parameter(model.get_output_embeddings().weight[ids].detach().float().clone())
+    if config.train_top:
+        for name, param in model.named_parameters():
+            if param.requires_grad and int(re.search(r"layers\.(\d+)\.", name).group(1)) < n - config.train_top:
+                param.requires_grad_(False)
     split = SplitBody.of(model.get_decoder(), config.top_layers)
     return model, split, rows, tokenizer
 
@@ -217,6 +226,7 @@ def main(config: SmolConfig) -> dict:
                 return {"stopped_at": done, "resume": "rerun with --resume true"}
     training = {"arm": config.stage, "base": config.base, "steps": config.steps, "batch": config.batch,
                 "peak_lr": config.lr, "rank": config.rank, "alpha": config.alpha, "top_layers": config.top_layers,
+                "train_top": config.train_top,
                 "rows": config.rows, "natural_share": config.natural_share, "drill_share": config.drill_share,
                 "drill_easy_share": config.drill_easy_share, "seed": config.seed,
                 "init": config.init, "final_val": last, "wall_s": time.time() - t0,

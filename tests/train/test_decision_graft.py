@@ -132,6 +132,8 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
     import sys
 
     from core.decision.data.store import read_partition
+    from safetensors.torch import load_file
+
     from core.decision.export.adapter import load_adapter_decider, read_adapter_card
     from core.decision.questions import Choice
     from tests.fixtures.tiny_adapter_arm import build_tiny_llama
@@ -161,8 +163,14 @@ def test_the_graft_run_exports_an_arm_that_answers_as_it_measured_and_a_warmup_c
     assert sum(hits) / len(hits) == pytest.approx(log["val_written"]["accuracy"])
     row = read_partition(tmp_path / "natural", "val")[0]
     smol(SmolConfig(stage="warmup", init=str(arm), out=str(tmp_path / "runs" / "warmup"), rows=8, natural_share=0.5,
-                    top_layers=top, steps=1, batch=4, eval_every=1, **data))
-    assert load_adapter_decider(tmp_path / "runs" / "warmup" / "model").decide(row.state, [Choice(row.question, row.options)])
+                    top_layers=top, train_top=1, steps=1, batch=4, eval_every=1, lr=1e-2, **data))
+    warm = tmp_path / "runs" / "warmup" / "model"
+    assert load_adapter_decider(warm).decide(row.state, [Choice(row.question, row.options)])
+    before, after = (load_file(str(d / "adapter_model.safetensors")) for d in (arm, warm))
+    for name in before:  # --train_top 1: the top layer trains, the one below stays as the graft wrote it
+        same = torch.equal(before[name], after[name])
+        assert same if ".layers.0." in name else (".layers.1." in name), name
+    assert any(not torch.equal(before[k], after[k]) for k in before if ".layers.1." in k)
 
 
 def test_a_graft_with_an_unknown_key_or_query_design_is_refused_before_any_work():
@@ -172,3 +180,10 @@ def test_a_graft_with_an_unknown_key_or_query_design_is_refused_before_any_work(
         main(GraftConfig(keys="idenity"))
     with pytest.raises(ValueError, match="--query one of"):
         main(GraftConfig(query="mean"))
+
+
+def test_more_trained_layers_than_adapted_ones_are_refused():
+    from train.decision_smollm2 import SmolConfig
+
+    with pytest.raises(ValueError, match=r"train_top in \[0, top_layers = 2\], got 3"):
+        SmolConfig(top_layers=2, train_top=3)
