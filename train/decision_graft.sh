@@ -6,7 +6,7 @@
 # Usage: bash train/decision_graft.sh [SEED] [RUNS] [KEYS]
 #   KEYS identity (the shipped arms since session 20: each option line's end keyed by which option it names) or
 #   option (the arms shipped before: every option token keyed by a bilinear over option means; with RL_STEPS=400).
-#   QUERY=below: the head's query joined to the mean of every token, handed down by a zero-query head in the layer
+#   QUERY=below: the head's query replaced by the mean of every token, handed down by a zero-query head in the layer
 #   below (train/decision_graft_query.py); every stage then adapts the top two layers.
 #   TRAIN_TOP=1 (with QUERY=below): warmup and RL train the top layer only; the one below keeps the graft's write.
 #   UNTIL=rlvr: stop before the evaluation reads the test split (when a rule decides first on val).
