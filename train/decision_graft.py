@@ -378,8 +378,8 @@ def main(config: GraftConfig) -> dict:
     if below is not None:
         from train.decision_graft_query import hand_down
 
-        log["below"] = hand_down(split, cut["train"][2], roles["train"], options,
-                                 torch.tensor([r.label for r in cut["train"][0]]), config)
+        log["below"], directions = hand_down(split, cut["train"][2], roles["train"], options,
+                                             torch.tensor([r.label for r in cut["train"][0]]), config)
     sets = {}
     for which, (labelled, prompts, states) in cut.items():
         with torch.no_grad():
@@ -392,7 +392,7 @@ def main(config: GraftConfig) -> dict:
     if below is not None:
         from train.decision_graft_query import handed_down
 
-        R = handed_down(decoder.layers[layer], log["below"]["directions"])
+        R = handed_down(decoder.layers[layer], directions)
         reads = torch.stack([x[-1] for x in normed]) @ R.T
         read = (R, reads.mean(0), reads.std(0) + 1e-6)
 
@@ -427,7 +427,6 @@ def main(config: GraftConfig) -> dict:
                letter_dirs)
     log["val_written"] = evaluate_probs(sets["val"][0], probs_of(split, rows, sets["val"][2], sets["val"][1]))
     log.update(wall_s=round(time.time() - t0), final_rms=final_rms, config=vars(config))
-    log.get("below", {}).pop("directions", None)
     out = Path(config.out)
     export_adapter_arm(out / "model", peft, rows, tok, base=config.base, layers=list(range(layer + 1 - top, layer + 1)),
                        training={"arm": "graft", "recipe": "a fitted attention head written into the last layer",

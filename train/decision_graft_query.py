@@ -104,14 +104,14 @@ def write_below(attn, h: int, readout: torch.Tensor, dims: list[int], directions
 
 
 def hand_down(split: SplitBody, states: list[torch.Tensor], roles: list[torch.Tensor], options: list[list[str]],
-              labels: torch.Tensor, config) -> dict:
+              labels: torch.Tensor, config) -> tuple[dict, torch.Tensor]:
     """Write the zero-query head into the layer below the top (``split``'s upper half, two layers, LoRA at zero).
 
     Its readout: the identity bilinear fitted with the mean of every token's standardised input below as its query
     (train.decision_graft.fit_identity_bilinear, its line-end keys read on ``config.probe_rows`` rows); the
     ``config.below_rank`` directions of that mean the bilinear weighs most (its SVD). Scales: the values stay a
     tenth of the spread of the value dims they replace; the residual write spreads ten times as far as the quiet
-    directions do by themselves. Returns what was chosen (head, dims, scales, the directions)."""
+    directions do by themselves. Returns what was chosen (head, dims, scales) and the directions [H, r]."""
     from train.decision_graft import LayerInputs, fit_identity_bilinear, standardiser
 
     below, top = split.upper.layers[0], split.upper.layers[-1]
@@ -140,7 +140,7 @@ def hand_down(split: SplitBody, states: list[torch.Tensor], roles: list[torch.Te
     spread = float((quiet_rows @ directions).std(0).mean())
     gain = float(10 * spread / (small * handed.std(0).mean()))
     write_below(attn, h, readout, dims, directions, small, gain)
-    return {"head": h, "dims": dims, "small": small, "gain": gain, "quiet_spread": spread, "directions": directions}
+    return {"head": h, "dims": dims, "small": small, "gain": gain, "quiet_spread": spread}, directions
 
 
 def handed_down(top, directions: torch.Tensor) -> torch.Tensor:
