@@ -163,11 +163,12 @@ def play(session, replays_dir, progress=gr.Progress()):
 
 
 def request_stop(stop: threading.Event | None) -> str:
-    """Stop button: ask the running generation to stop (it halts at its next token)."""
+    """Stop button: ask the running generation to stop (it halts at its next token; the generation
+    itself then reports the stopped turn in the status line)."""
     if stop is None or stop.is_set():
         return "nothing is generating"
     stop.set()
-    return "stopping…"
+    return "stop requested"
 
 
 def answer(session, replays_dir, text):

@@ -114,6 +114,9 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
         start = gr.Button("▶ Start episode", variant="primary")
         go = gr.Button("Continue ▸")
         stop = gr.Button("■ Stop", variant="stop")
+    # Stop answers in its own line: written to the status, its reply could land after the stopped
+    # generation's last word and hide it.
+    stop_note = gr.Markdown(elem_classes="live-note", elem_id="live-stop-note")
     status = gr.Markdown(elem_classes="live-note")
     with gr.Row():
         with gr.Column(scale=5):
@@ -161,7 +164,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     reply.input(None, [reply], [reply_count], js=COUNT_JS, api_name=False)
     answered.then(_clear_sent, [session], [reply, reply_count], api_name=False).then(
         h.play, [session, root], outputs + [stop_flag], api_name=False, **slot)
-    stop.click(h.request_stop, [stop_flag], [status], api_name="live_stop", **quiet)
+    stop.click(h.request_stop, [stop_flag], [stop_note], api_name="live_stop", **quiet)
     asked = gr.on([ask.click, question.submit], h.ask_user, [session, root, question], outputs, api_name="live_ask",
                   **quiet)
     asked.then(lambda: "", None, [question], api_name=False)

@@ -85,7 +85,7 @@ def test_stop_from_a_client_ends_the_generation(app):
     job = client.submit(api_name="/live_play")
     wait_until(job.outputs, lambda outs: any("generating" in str(o[1]) for o in outs),
                what="the first streamed turn", timeout_s=60)
-    assert client.predict(api_name="/live_stop") == "stopping…"
+    assert client.predict(api_name="/live_stop") == "stop requested"
     final = job.result(timeout=60 * WAIT_SCALE)
     assert final[1].startswith("stopped") and "generating" not in str(final[0][-1]["content"])
     assert not [t for t in threading.enumerate() if t.name == "live-generate"]

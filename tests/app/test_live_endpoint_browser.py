@@ -66,6 +66,7 @@ def test_stop_closes_the_stream_and_errors_show_as_text(app, browser, chat_serve
     page.get_by_text("generating (").first.wait_for(timeout=WAIT_MS)
     page.get_by_role("button", name="■ Stop").click()
     page.get_by_text("stopped: the unfinished turn was discarded").first.wait_for(timeout=WAIT_MS)
+    page.locator("#live-stop-note", has_text="stop requested").wait_for(timeout=WAIT_MS)  # its own line
     wait_until(lambda: s.hangups, what="the endpoint to see the stream closed", timeout_s=5)
     assert s.hangups == 1 and s.sent_events < 1000, "the endpoint kept streaming after Stop"
     page.get_by_role("button", name="Continue ▸").click()

@@ -108,7 +108,7 @@ def test_stop_ends_the_running_turn_and_says_so(models_dir, tmp_path):
     out = start(tmp_path, models_dir, temperature=0, max_new_tokens=1024)  # greedy: no end token here
     stream = h.play(out["session"], str(tmp_path))
     first = next(stream)
-    assert "generating" in first[2] and h.request_stop(first[-1]) == "stopping…"
+    assert "generating" in first[2] and h.request_stop(first[-1]) == "stop requested"
     last = named(list(stream)[-1][:-1])
     assert last["status"].startswith("stopped") and not last["session"].env.turns
     assert h.request_stop(first[-1]) == "nothing is generating" and h.request_stop(None) == "nothing is generating"
