@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.decision.pooled import HEAD_FILE, NEAREST, SOFTEN_AT, PooledHead, PooledReader, load_head, read_card, save_pooled
+from core.decision.pooled import HEAD_FILE, PooledHead, PooledReader, load_head, read_card, save_pooled
+from core.decision.softening import NEAREST, SOFTEN_AT
 from train import decision_pooled as dp
 from train.decision_run import evaluate_probs, parse_config, write_report
 

@@ -96,8 +96,9 @@ class SmolConfig:
 
 
 def probs_of(split: SplitBody, rows: torch.Tensor, states: list[torch.Tensor], prompts: Sequence[Prompt],
-             batch: int = 32):
-    """Option probabilities [N, 26] from cached states (eval mode, no grad)."""
+             temperatures: torch.Tensor | None = None, batch: int = 32):
+    """Option probabilities [N, 26] from cached states (eval mode, no grad); each row's logits divided by its
+    temperature when given (a softened arm's, ``core.decision.softening``)."""
     import numpy as np
 
     out = np.zeros((len(prompts), 26))
@@ -106,6 +107,8 @@ def probs_of(split: SplitBody, rows: torch.Tensor, states: list[torch.Tensor], p
             chunk = list(range(s, min(s + batch, len(prompts))))
             n = torch.tensor([len(prompts[i].options) for i in chunk])
             logits = split.logits([states[i] for i in chunk], n, rows)
+            if temperatures is not None:
+                logits = logits / temperatures[chunk][:, None]
             out[chunk] = torch.softmax(logits, -1).double().numpy()
     return out
 

@@ -31,7 +31,10 @@ from train.decision_run import parse_config, write_report
 from train.decision_smollm2 import BASE, probs_of
 from train.split_body import SplitBody, cache_states
 
-PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"), ("rlcd", "zero-shot"))
+AS_TRAINED = " as trained"
+"""A softened arm (``core.decision.softening``) is also read without its softening, under its name plus this."""
+PAIRS = (("rlcd", "warmup"), ("rlvr", "rlcd"), ("rlvr", "warmup"), ("rlcd", "zero-shot"),
+         ("rlcd as trained", "warmup as trained"), ("rlvr as trained", "rlcd as trained"))
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,34 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
         peft.set_adapter(name)
         peft.eval()
         rows = head_rows(folder)
-        out[name] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
+        out[name] = {k: probs_of(split, rows, states[k], prompts[k], softening_temperatures(folder, model, tokenizer, v))
+                     for k, v in sets.items()}
+        if is_softened(folder):
+            out[name + AS_TRAINED] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
         print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
                      for k, v in out[name].items()}, flush=True)
     return out
+
+
+def is_softened(folder: Path) -> bool:
+    return json.loads((folder / "decision.json").read_text()).get("softening_layer") is not None
+
+
+def softening_temperatures(folder: Path, model, tokenizer, rows: list) -> torch.Tensor | None:
+    """Each row's T under the arm's softening (its state's, as the served Decider measures it); None unsoftened."""
+    from core.decision.export.adapter import SOFTENING_FILE
+    from core.decision.prompt import encode_prefix, render_prefix
+    from core.decision.softening import Softening, StateTemperature
+
+    if not is_softened(folder):
+        return None
+    soft = Softening.load(folder / SOFTENING_FILE, model.config.hidden_size)
+    temperature = StateTemperature(model.get_decoder(), tokenizer, soft)
+    texts = list(dict.fromkeys(r.state for r in rows))
+    with torch.no_grad():
+        t = soft.temperature(temperature.states([encode_prefix(tokenizer, render_prefix(x)) for x in texts]))
+    by_state = dict(zip(texts, t))
+    return torch.stack([by_state[r.state] for r in rows])
 
 
 def served_probs(url: str, rows: list) -> np.ndarray:

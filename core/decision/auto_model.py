@@ -84,10 +84,12 @@ class LetterDecisionConfig(DecisionConfig):
         """One prompt per question: the Decider's prefix + that question's suffix, read at the end."""
         state, parsed, primitives = parsed_request(request)
         req = self._decider.tokenize(state, primitives)
+        soften = self._decider.temperature
+        t = torch.tensor([soften(req.prefix) if soften is not None else 1.0])  # the state's, shared by its questions
         prompts = []
         for q, suffix in zip(parsed, req.suffixes):
             ids = torch.tensor([req.prefix + suffix])
-            prompts.append(({"input_ids": ids, "marks": torch.tensor([ids.shape[1]])}, [q]))
+            prompts.append(({"input_ids": ids, "marks": torch.tensor([ids.shape[1]]), "temperature": t}, [q]))
         return prompts
 
 
@@ -131,11 +133,15 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         decider = load_export(Path(cached_file(name, CARD_FILE, **hub)).parent)
         return _as_decision_model(cls, decider, decider.body.config, LetterDecisionConfig(), name)
 
-    def forward(self, input_ids, marks, num_options, question_type_ids=None, return_dict=None, **kwargs):
-        """Option logits of every question of one prompt, concatenated (``decide`` splits them)."""
+    def forward(self, input_ids, marks, num_options, question_type_ids=None, return_dict=None, temperature=None,
+                **kwargs):
+        """Option logits of every question of one prompt, concatenated (``decide`` splits them); divided by the
+        state's ``temperature`` when the arm softens (``core.decision.softening``)."""
         hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state[0]
         n = num_options[0].tolist()
         logits = readout(hidden[marks[0] - 1], self.letter_rows, n)
+        if temperature is not None:
+            logits = logits / temperature.reshape(-1)[0]
         return option_scores(torch.cat([logits[i, :k] for i, k in enumerate(n)]), return_dict)
 
 

@@ -16,7 +16,7 @@ Requests over the limits are refused with token counts unless ``truncate=True``.
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -101,6 +101,9 @@ class Decider:
         if prepend_bos and tokenizer.bos_token_id is None:
             raise ValueError("prepend_bos=True but the tokenizer has no BOS token")
         self.limits = limits
+        self.temperature: Callable[[list[int]], float] | None = None
+        """A prefix's temperature (an adapter arm's ``core.decision.softening.StateTemperature``): every question's
+        letter logits about that state are divided by it. None: the readout as trained."""
         self.cost = cost or CostModel()
         cfg = body.config
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
@@ -252,7 +255,10 @@ class Decider:
         if path not in PATHS:
             raise ValueError(f"unknown path {path!r}; expected 'auto' or one of {list(PATHS)}")
         hidden = {"reference": self._reference, "shared": self._shared, "packed": self._packed}[path](req)
-        return torch.softmax(readout(hidden, self.rows, req.n_options, self.bias), dim=-1)
+        logits = readout(hidden, self.rows, req.n_options, self.bias)
+        if self.temperature is not None:
+            logits = logits / self.temperature(req.prefix)
+        return torch.softmax(logits, dim=-1)
 
     # ---- the three paths; each returns final hidden states [questions, hidden] at the readout tokens
 

@@ -36,10 +36,11 @@ from core.decision import system_one
 from core.decision.decider import Limits, unfittable
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, EmbeddingFamiliarity
 from core.decision.model import RequestTooLong
-from core.decision.prompt import encode, encode_prefix, longest_token, render_prefix
+from core.decision.prompt import encode, encode_prefix, header_tokens, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
+from core.decision.softening import nearness_of, temperature_of
 from core.models.entries import POOLED_DESIGN
-from core.models.layers import first_layers, right_padded
+from core.models.layers import first_layers, mean_states
 
 FORMAT = "clarifylab-pooled-readout-v1"
 CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
@@ -52,8 +53,6 @@ OPTION_CACHE = 4096
 """Option states kept between requests (least recently used dropped): a visitor's new options cannot grow memory."""
 READ_STATES = 512
 """Mean states of the latest states answered, kept (oldest dropped) so their familiarity reads no state twice."""
-NEAREST, SOFTEN_AT = 5, 0.8
-"""A state's nearness is its mean cosine to this many training states; the softening's b acts about this nearness."""
 
 
 class PooledModelError(ValueError):
@@ -123,17 +122,13 @@ class PooledHead(torch.nn.Module):
     def nearness(self, states: torch.Tensor) -> torch.Tensor:
         """Mean cosine similarity of each state to its ``NEAREST`` nearest ``neighbours`` (1 for a head without them:
         nothing to be far from)."""
-        if not len(self.neighbours):
-            return torch.ones(len(states))
-        k = min(NEAREST, len(self.neighbours))
-        return (self.unit_states(states) @ self.neighbours.T).topk(k, dim=-1).values.mean(-1)
+        return nearness_of(self.unit_states(states), self.neighbours)
 
     def temperature(self, states: torch.Tensor, nearness: torch.Tensor | None = None) -> torch.Tensor:
         """T per state (1 for a head without neighbours); ``nearness`` when the caller has measured it."""
         if not len(self.neighbours):
             return torch.ones(len(states))
-        s = self.nearness(states) if nearness is None else nearness
-        return torch.exp(self.softening[0] + self.softening[1] * (s - SOFTEN_AT))
+        return temperature_of(self.nearness(states) if nearness is None else nearness, self.softening)
 
     def familiarity(self, states: torch.Tensor) -> torch.Tensor:
         """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""
@@ -147,21 +142,12 @@ class PooledReader:
 
     def __init__(self, decoder, tokenizer, layer: int):
         self.lower, self.tokenizer, self.layer = first_layers(decoder, layer), tokenizer, layer
-        self.header = len(encode(tokenizer, render_prefix("x").split("x")[0].rstrip("\n")))
+        self.header = header_tokens(tokenizer)
         """Tokens of the prompt's header (``User: Context:``), left out of a state's mean."""
 
     def mean_states(self, ids: Sequence[list[int]], skip: Sequence[int], batch: int = 16) -> torch.Tensor:
         """[N, H]: each sequence's mean state over its positions from ``skip[i]`` on."""
-        out = []
-        with torch.no_grad():
-            for s in range(0, len(ids), batch):
-                x, mask = right_padded([torch.tensor(one) for one in ids[s:s + batch]], torch.long)
-                hidden = self.lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state.float()
-                keep = mask.clone().float()
-                for i, k in enumerate(skip[s:s + batch]):
-                    keep[i, :k] = 0.0
-                out.append((hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1.0))
-        return torch.cat(out) if out else torch.zeros(0, self.lower.config.hidden_size)
+        return mean_states(self.lower, ids, skip, batch)
 
     def state_ids(self, state: str) -> list[int]:
         return encode_prefix(self.tokenizer, render_prefix(state))

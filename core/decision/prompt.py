@@ -32,6 +32,11 @@ def render_prefix(state: str) -> str:
     return "User: Context:\n" + state.strip() + "\n\n"
 
 
+def header_tokens(tokenizer) -> int:
+    """Tokens of the prefix's header (``User: Context:``): what a state's mean state leaves out."""
+    return len(encode(tokenizer, render_prefix("x").split("x")[0].rstrip("\n")))
+
+
 def render_suffix(question: str, options: Sequence[str]) -> str:
     """One question's part: the question, its lettered options and the answer cue."""
     lines = "\n".join(f"{LETTERS[i]}) {opt.strip()}" for i, opt in enumerate(options))

@@ -1,8 +1,8 @@
 """A decoder body running only some of its layers: the same modules, no weight copied.
 
 Training caches the frozen lower layers of a real body (``train.split_body``); the pooled readout reads
-a middle layer's states (``core.decision.pooled``). Both cut the body the same way, and batch rows the
-same way (``right_padded``).
+a middle layer's states (``core.decision.pooled``, ``core.decision.softening``). They cut the body the
+same way, batch rows the same way (``right_padded``) and average states the same way (``mean_states``).
 """
 
 import copy
@@ -27,6 +27,21 @@ def first_layers(decoder, n: int):
     if not 1 <= n <= len(decoder.layers):
         raise ValueError(f"a body of {len(decoder.layers)} layers has no first {n}")
     return view(decoder, decoder.layers[:n], torch.nn.Identity())
+
+
+def mean_states(lower, ids: Sequence[list[int]], skip: Sequence[int], batch: int = 16) -> torch.Tensor:
+    """[N, H]: each id sequence's mean output of ``lower`` (a body's first layers) over its positions from
+    ``skip[i]`` on (no grad, right-padded batches)."""
+    out = []
+    with torch.no_grad():
+        for s in range(0, len(ids), batch):
+            x, mask = right_padded([torch.tensor(one) for one in ids[s:s + batch]], torch.long)
+            hidden = lower(input_ids=x, attention_mask=mask, use_cache=False).last_hidden_state.float()
+            keep = mask.clone().float()
+            for i, k in enumerate(skip[s:s + batch]):
+                keep[i, :k] = 0.0
+            out.append((hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1.0))
+    return torch.cat(out) if out else torch.zeros(0, lower.config.hidden_size)
 
 
 def right_padded(rows: Sequence[torch.Tensor], dtype) -> tuple[torch.Tensor, torch.Tensor]:

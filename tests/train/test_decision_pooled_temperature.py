@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from core.decision.evaluation.reports import scale
-from core.decision.pooled import HEAD_FILE, SOFTEN_AT, load_pooled, read_card
+from core.decision.pooled import HEAD_FILE, load_pooled, read_card
+from core.decision.softening import SOFTEN_AT
 from core.decision.questions import Choice
 from train import decision_pooled as dp
 from train import decision_pooled_temperature as dt

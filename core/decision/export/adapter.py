@@ -25,9 +25,12 @@ from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILE
                                             _read_tensors, check_hashes, check_letters, portable_tokenizer_config,
                                             sha256_file)
 from core.decision.prompt import letter_token_ids
+from core.decision.softening import Softening, SofteningError, StateTemperature
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
 
 FORMAT = "clarifylab-decision-adapter-v1"
+SOFTENING_FILE = "softening.safetensors"
+"""An arm's optional softening (``core.decision.softening.Softening``), hashed by the card like every file."""
 
 
 class AdapterCard(BaseModel):
@@ -47,6 +50,8 @@ class AdapterCard(BaseModel):
     sha256: dict[str, str]
     """Every file of the folder that the loader reads -> its sha256."""
     training: dict[str, Any] = {}
+    softening_layer: int | None = None
+    """The base layer whose input states ``SOFTENING_FILE`` reads (below every adapted layer); None: as trained."""
 
 
 def base_weights(base: str) -> Path:
@@ -101,13 +106,24 @@ def is_adapter_arm(directory: str | Path) -> bool:
 
 def read_adapter_card(directory: Path) -> AdapterCard:
     """decision.json validated, every hashed file present and unchanged, the base's hash equal."""
-    card = read_base_card(directory, CARD_FILE, AdapterCard, FORMAT, (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE),
-                          DecisionExportError, "adapter")
+    required = (ADAPTER_CONFIG, ADAPTER_WEIGHTS, HEAD_FILE) + ((SOFTENING_FILE,) if card_softens(directory) else ())
+    card = read_base_card(directory, CARD_FILE, AdapterCard, FORMAT, required, DecisionExportError, "adapter")
+    if card.softening_layer is not None and not 1 <= card.softening_layer <= min(card.layers, default=0):
+        raise DecisionExportError(f"{CARD_FILE}: softening_layer {card.softening_layer} must lie in 1..{min(card.layers, default=0)} "
+                                  "(the states it reads must be the base's, below every adapted layer)")
     config = json.loads((directory / ADAPTER_CONFIG).read_text())
     if config.get("base_model_name_or_path") != card.base_model:
         raise DecisionExportError(f"{ADAPTER_CONFIG} names base {config.get('base_model_name_or_path')!r}, "
                                   f"{CARD_FILE} {card.base_model!r}")
     return card
+
+
+def card_softens(directory: Path) -> bool:
+    """Whether the card names a softening layer (read before validation, to know which files it must hash)."""
+    try:
+        return json.loads((directory / CARD_FILE).read_text()).get("softening_layer") is not None
+    except (OSError, ValueError, AttributeError):
+        return False  # read_base_card names what is wrong
 
 
 def read_base_card(directory: Path, card_file: str, schema: type[BaseModel], fmt: str, required: Sequence[str],
@@ -154,9 +170,45 @@ def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) ->
     rows, bias = _check_head(_read_tensors(root / HEAD_FILE), "weight", body.config.hidden_size, HEAD_FILE)
     check_letters(loaded.tokenizer, card.letter_ids, card.prepend_bos)
     decider = Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
+    if card.softening_layer is not None:
+        decider.temperature = StateTemperature(body, loaded.tokenizer, read_softening(root, card, body), bos=card.prepend_bos)
     decider.design = ADAPTER_DESIGN
     decider.training_tokenizer = None  # a 49k-token web vocabulary knows every word: no familiarity signal
     return decider
+
+
+def read_softening(root: Path, card: AdapterCard, body) -> Softening:
+    """The arm's softening, at the card's layer and the body's width."""
+    try:
+        softening = Softening.load(root / SOFTENING_FILE, body.config.hidden_size)
+    except SofteningError as err:
+        raise DecisionExportError(str(err)) from None
+    if softening.layer != card.softening_layer:
+        raise DecisionExportError(f"{SOFTENING_FILE} reads layer {softening.layer}, {CARD_FILE} says {card.softening_layer}")
+    return softening
+
+
+def soften_adapter_arm(source: str | Path, out: str | Path, softening: Softening, fit: dict) -> Path:
+    """A copy of the arm at ``source`` with ``softening`` added (the card hashing it, its training record gaining
+    ``fit`` under "softening"); the adapter, rows and tokenizer are the same files."""
+    import shutil
+
+    src, dst = Path(source), Path(out)
+    card = read_adapter_card(src)
+    if card.softening_layer is not None:
+        raise DecisionExportError(f"{src.name} is softened already; pass the arm as trained")
+    if not 1 <= softening.layer <= min(card.layers):
+        raise DecisionExportError(f"a softening at layer {softening.layer} would read states the adapter changes "
+                                  f"(it adapts {card.layers})")
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in card.sha256:
+        shutil.copyfile(src / name, dst / name)
+    softening.save(dst / SOFTENING_FILE)
+    card = card.model_copy(update={"softening_layer": softening.layer,
+                                   "sha256": {**card.sha256, SOFTENING_FILE: sha256_file(dst / SOFTENING_FILE)},
+                                   "training": {**card.training, "softening": fit}})
+    (dst / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
+    return dst
 
 
 def open_model(directory: str | Path, name: str = "") -> Decider:

@@ -10,6 +10,7 @@ from core.decision import Choice, Noul, Score
 from core.decision import pooled as P
 from core.decision.prompt import encode, encode_prefix, render_prefix
 from core.decision.random_model import body_config
+from core.decision.softening import NEAREST, SOFTEN_AT
 from core.models.layers import first_layers
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama, save_tiny_pooled
 
@@ -63,8 +64,8 @@ def test_a_head_with_neighbours_divides_its_logits_by_the_softening_of_the_state
     unit = lambda x: ((x - head.state_mean) / head.state_scale) / ((x - head.state_mean) / head.state_scale).norm()  # noqa: E731
     for b in range(3):
         cosines = sorted((float(unit(s[b]) @ unit(t)) for t in train), reverse=True)
-        nearness = sum(cosines[: P.NEAREST]) / P.NEAREST
-        t = torch.exp(torch.tensor(0.4 - 3.0 * (nearness - P.SOFTEN_AT)))
+        nearness = sum(cosines[: NEAREST]) / NEAREST
+        t = torch.exp(torch.tensor(0.4 - 3.0 * (nearness - SOFTEN_AT)))
         assert head.nearness(s[b:b + 1]).item() == pytest.approx(nearness, abs=1e-5)
         assert torch.allclose(head(s[b:b + 1], o[b:b + 1], mask[b:b + 1])[0], as_trained[b] / t, atol=1e-4)
     assert head.nearness(train[:1]).item() <= 1.0 + 1e-6 and head.nearness(train[:1]) > head.nearness(-train[:1])

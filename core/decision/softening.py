@@ -1,0 +1,121 @@
+"""Softening: a decision model's logits divided by a temperature that grows as a state lies farther from
+the states it was trained on.
+
+Why: a readout trained on some ticket families is as confident on families nobody trained on, where it is
+wrong far more often; one temperature for every state cannot fit both (the synthetic rows, whose templates
+every split shares, need far less than unseen natural tickets). A state's ``nearness`` (mean cosine of its
+standardised mean state to its ``NEAREST`` nearest reference states) tells them apart, so
+
+    T = exp(a + b (nearness - SOFTEN_AT))
+
+The pooled readout keeps these tensors in its head (``core.decision.pooled.PooledHead``); a letter arm keeps
+them in its own file (``Softening``, read at one layer of the frozen base by ``StateTemperature``). Both
+measure with the functions here.
+
+    softening = Softening.of_states(layer=24, states=reference, ab=(0.3, -1.9))
+    temperature = StateTemperature(decoder, tokenizer, softening)  # prefix ids -> T
+"""
+
+from pathlib import Path
+
+import torch
+
+from core.decision.prompt import header_tokens
+from core.models.layers import first_layers, mean_states
+
+NEAREST, SOFTEN_AT = 5, 0.8
+"""A state's nearness is its mean cosine to this many reference states; b acts about this nearness."""
+
+
+class SofteningError(ValueError):
+    """A softening file that cannot be trusted, and why."""
+
+
+def nearness_of(units: torch.Tensor, neighbours: torch.Tensor) -> torch.Tensor:
+    """[N]: mean cosine of unit states [N, H] to their ``NEAREST`` nearest unit ``neighbours`` (1 without any:
+    nothing to be far from)."""
+    if not len(neighbours):
+        return torch.ones(len(units))
+    return (units @ neighbours.T).topk(min(NEAREST, len(neighbours)), dim=-1).values.mean(-1)
+
+
+def temperature_of(near: torch.Tensor, ab: torch.Tensor) -> torch.Tensor:
+    """T = exp(a + b (nearness - SOFTEN_AT)) per state."""
+    return torch.exp(ab[0] + ab[1] * (near - SOFTEN_AT))
+
+
+class Softening(torch.nn.Module):
+    """The reference states (standardised, unit length), their standardisation, the layer whose input they are,
+    and (a, b): everything a letter arm needs to soften its answers."""
+
+    def __init__(self, layer: int, hidden: int, neighbours: int):
+        super().__init__()
+        self.layer = layer
+        self.register_buffer("state_mean", torch.zeros(hidden))
+        self.register_buffer("state_scale", torch.ones(hidden))
+        self.register_buffer("neighbours", torch.zeros(neighbours, hidden))
+        self.register_buffer("ab", torch.zeros(2))
+
+    @classmethod
+    def of_states(cls, layer: int, states: torch.Tensor, ab=(0.0, 0.0)) -> "Softening":
+        """A softening whose reference is ``states`` [N, H] (mean states at ``layer``), standardised by their own
+        per-dimension mean and scale."""
+        soft = cls(layer, states.shape[1], len(states))
+        with torch.no_grad():
+            soft.state_mean.copy_(states.mean(0))
+            soft.state_scale.copy_(states.std(0).clamp(min=1e-6))
+            soft.neighbours.copy_(soft.unit_states(states))
+            soft.ab.copy_(torch.as_tensor(ab, dtype=torch.float32))
+        return soft
+
+    def unit_states(self, states: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.normalize((states - self.state_mean) / self.state_scale, dim=-1)
+
+    def nearness(self, states: torch.Tensor) -> torch.Tensor:
+        return nearness_of(self.unit_states(states), self.neighbours)
+
+    def temperature(self, states: torch.Tensor) -> torch.Tensor:
+        return temperature_of(self.nearness(states), self.ab)
+
+    def save(self, path: str | Path) -> None:
+        from safetensors.torch import save_file
+
+        tensors = {k: t.detach().float().contiguous().clone() for k, t in self.state_dict().items()}
+        save_file(tensors, str(path), metadata={"format": "pt", "layer": str(self.layer)})
+
+    @classmethod
+    def load(cls, path: str | Path, hidden: int) -> "Softening":
+        """The file's tensors, each present with its shape and finite; its layer from the metadata."""
+        from safetensors import SafetensorError, safe_open
+
+        name = Path(path).name
+        try:
+            with safe_open(str(path), "pt") as f:
+                tensors, layer = {k: f.get_tensor(k) for k in f.keys()}, int((f.metadata() or {}).get("layer", 0))
+        except (OSError, ValueError, SafetensorError) as err:
+            raise SofteningError(f"{name} cannot be read: {err}") from None
+        soft = cls(layer, hidden, len(tensors.get("neighbours", ())))
+        expected = {k: tuple(v.shape) for k, v in soft.state_dict().items()}
+        if set(tensors) != set(expected) or layer < 1:
+            raise SofteningError(f"{name} holds {sorted(tensors)} at layer {layer}, expected {sorted(expected)} at a layer >= 1")
+        for k, shape in expected.items():
+            if tuple(tensors[k].shape) != shape or not torch.isfinite(tensors[k]).all():
+                raise SofteningError(f"{name}: {k} has shape {tuple(tensors[k].shape)} (expected {shape}) or non-finite values")
+        soft.load_state_dict(tensors)
+        return soft.eval()
+
+
+class StateTemperature:
+    """A prompt prefix's T: its state's mean input to ``softening.layer`` (the frozen base's first layers, header
+    left out) measured against the reference states. Called once per request, beside the Decider's prefill."""
+
+    def __init__(self, decoder, tokenizer, softening: Softening, *, bos: bool = False):
+        self.lower, self.softening = first_layers(decoder, softening.layer), softening
+        self.skip = header_tokens(tokenizer) + int(bos)
+
+    def states(self, prefixes: list[list[int]]) -> torch.Tensor:
+        return mean_states(self.lower, prefixes, [self.skip] * len(prefixes))
+
+    def __call__(self, prefix: list[int]) -> float:
+        with torch.no_grad():
+            return float(self.softening.temperature(self.states([prefix]))[0])
