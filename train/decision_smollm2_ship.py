@@ -108,8 +108,8 @@ def softening_section(card) -> list[str]:
             f"b = {fit['b']:.3f} ({whose}): nearness is the mean cosine of the state's standardised mean input to layer "
             f"{card.softening_layer} (below the adapter) to its {fit['nearest']} nearest of {fit['neighbours']} reference "
             f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
-            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md:", "",
-            "```", fit["command"], "```", ""]
+            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's log and wall "
+            "time: results/smollm2_decision/letter_softening/fit.log):", "", "```", fit["command"], "```", ""]
 
 
 def ranks(dest: Path) -> str:

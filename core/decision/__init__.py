@@ -10,6 +10,7 @@ cost model), ``export`` (rlcd-decision-only-v1), ``adapter`` (LoRA arms over a r
 tokenizer for tests and benchmarks), ``data/`` (the synthetic decision data).
 The option design: ``option/`` (model, request, scorer, decider).
 The pooled readout: ``pooled`` (a bilinear head over a frozen real body's mean states; hashed folder).
+``softening`` (a temperature growing as a state lies far from the training states: pooled heads and letter arms).
 System One: ``system_one`` (request/answer shapes), ``pipeline`` (any chat model via transformers'
 DecisionPipeline), ``endpoint`` (any /v1/systemone URL), ``auto_model`` (ours in their pipeline),
 ``serve`` (``python -m core.decision.serve DIR``).

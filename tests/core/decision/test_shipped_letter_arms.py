@@ -1,5 +1,5 @@
 """The shipped SmolLM2 letter arms (issue 26): each folder under 25 MB, loading offline with the packaged base
-hash-checked, answering a ticket through our Decider and through transformers' pipeline("decision") alike."""
+hash-checked, softened, answering a ticket through our Decider and through transformers' pipeline("decision") alike."""
 
 import json
 
@@ -40,6 +40,9 @@ def test_each_arm_is_small_and_records_its_base_and_training(name):
     meta = json.loads((folder / "training_meta.jsonl").read_text().splitlines()[0])
     assert meta["config"]["stage"] == name.rsplit("-", 1)[1] and meta["config"]["top_layers"] == 1
     assert "train/decision_graft.sh" in (folder / "README.md").read_text()
+    # softened since session 23, each by its own fit, reading layer 24 below the adapter
+    assert card["softening_layer"] == 24 and "softening.safetensors" in card["sha256"]
+    assert card["training"]["softening"]["fit"] == "each" and "## Softened" in (folder / "README.md").read_text()
 
 
 def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
@@ -50,6 +53,7 @@ def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
         assert sum(answer.probs.values()) == pytest.approx(1.0, abs=1e-5)
     assert answers["decision-smollm2-rlcd"].probs != answers["decision-smollm2-warmup"].probs  # the adapters differ
     assert deciders["decision-smollm2-rlcd"].state_familiarity(TICKET) is None  # the tab says it has no signal
+    assert all(d.temperature is not None for d in deciders.values())  # but each softens its answers
 
 
 def test_the_rlcd_arm_answers_through_the_pipeline_as_its_decider(deciders):
