@@ -103,7 +103,8 @@ class Decider:
         self.limits = limits
         self.temperature: Callable[[list[int]], float] | None = None
         """A prefix's temperature (an adapter arm's ``core.decision.softening.StateTemperature``): every question's
-        letter logits about that state are divided by it. None: the readout as trained."""
+        letter logits about that state are divided by it; the shared path hands it the prefix's states from its own
+        prefill (``of_hidden``). None: the readout as trained."""
         self.cost = cost or CostModel()
         cfg = body.config
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
@@ -254,10 +255,14 @@ class Decider:
         path = self.choose_path(req) if path == "auto" else path
         if path not in PATHS:
             raise ValueError(f"unknown path {path!r}; expected 'auto' or one of {list(PATHS)}")
-        hidden = {"reference": self._reference, "shared": self._shared, "packed": self._packed}[path](req)
+        if path == "reference":
+            hidden, states = self._reference(req), None
+        else:  # their first pass over the prefix reads its states at the softening's layer on the way
+            hidden, states = {"shared": self._shared, "packed": self._packed}[path](req)
         logits = readout(hidden, self.rows, req.n_options, self.bias)
         if self.temperature is not None:
-            logits = logits / self.temperature(req.prefix)
+            t = self.temperature(req.prefix) if states is None else self.temperature.of_hidden(states)
+            logits = logits / t
         return torch.softmax(logits, dim=-1)
 
     # ---- the three paths; each returns final hidden states [questions, hidden] at the readout tokens
@@ -269,14 +274,16 @@ class Decider:
             out.append(self.body(input_ids=ids, use_cache=False).last_hidden_state[0, -1].clone())  # no view: frees the rest
         return torch.stack(out)
 
-    def _prefill(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def _prefill(self, prefix: list[int], states_at: int | None = None) -> tuple[list, torch.Tensor | None]:
+        """The prefix's keys and values per layer, and (``states_at`` given) its input states to that layer [P, H]."""
         ids, cache = torch.tensor([prefix], device=self.device), DynamicCache()
-        self.body(input_ids=ids, cache=cache, use_cache=True)
-        return [(layer.keys, layer.values) for layer in cache.layers]
+        out = self.body(input_ids=ids, cache=cache, use_cache=True, output_hidden_states=states_at is not None)
+        states = out.hidden_states[states_at][0] if states_at is not None else None
+        return [(layer.keys, layer.values) for layer in cache.layers], states
 
-    def _shared(self, req: Request) -> torch.Tensor:
+    def _shared(self, req: Request) -> tuple[torch.Tensor, torch.Tensor | None]:
         dev, p = self.device, len(req.prefix)
-        kv, out = self._prefill(req.prefix), []
+        (kv, states), out = self._prefill(req.prefix, getattr(self.temperature, "layer", None)), []
         step = self.limits.question_chunk
         for start in range(0, len(req.suffixes), step):
             chunk = req.suffixes[start:start + step]
@@ -292,20 +299,24 @@ class Decider:
             h = self.body(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True).last_hidden_state
             last = torch.tensor([len(s) - 1 for s in chunk], device=dev)
             out.append(h[torch.arange(b, device=dev), last])
-        return torch.cat(out)
+        return torch.cat(out), states
 
-    def _packed(self, req: Request) -> torch.Tensor:
+    def _packed(self, req: Request) -> tuple[torch.Tensor, torch.Tensor | None]:
         dev, p, out = self.device, len(req.prefix), []
-        kv = None
+        kv, states, states_at = None, None, getattr(self.temperature, "layer", None)
         for chunk in _token_chunks(req.suffixes, self.limits.packed_chunk_tokens):
             head = req.prefix if kv is None else []
             ids, pos, mask, last = packed_inputs(head, chunk, p, self.body.dtype, dev)
             cache = DynamicCache(ddp_cache_data=kv) if kv is not None else DynamicCache()
-            h = self.body(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True).last_hidden_state
+            read = states_at is not None and kv is None  # the first chunk holds the prefix, which sees only itself
+            run = self.body(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
+                            output_hidden_states=read)
+            if read:
+                states = run.hidden_states[states_at][0, :p]
             if kv is None:
                 kv = [(layer.keys[:, :, :p], layer.values[:, :, :p]) for layer in cache.layers]
-            out.append(h[0, last])
-        return torch.cat(out)
+            out.append(run.last_hidden_state[0, last])
+        return torch.cat(out), states
 
 
 def _part(q: Question, index) -> str:

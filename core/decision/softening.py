@@ -107,7 +107,8 @@ class Softening(torch.nn.Module):
 
 class StateTemperature:
     """A prompt prefix's T: its state's mean input to ``softening.layer`` (the frozen base's first layers, header
-    left out) measured against the reference states. Called once per request, beside the Decider's prefill."""
+    left out) measured against the reference states: read by its own pass over those layers, or (``of_hidden``) from
+    states a caller's pass read on the way."""
 
     def __init__(self, decoder, tokenizer, softening: Softening, *, bos: bool = False):
         self.lower, self.softening = first_layers(decoder, softening.layer), softening
@@ -116,6 +117,15 @@ class StateTemperature:
     def states(self, prefixes: list[list[int]]) -> torch.Tensor:
         return mean_states(self.lower, prefixes, [self.skip] * len(prefixes))
 
+    @property
+    def layer(self) -> int:
+        return self.softening.layer
+
     def __call__(self, prefix: list[int]) -> float:
         with torch.no_grad():
             return float(self.softening.temperature(self.states([prefix]))[0])
+
+    def of_hidden(self, hidden: torch.Tensor) -> float:
+        """T from the prefix's input states to ``layer`` [P, H], read by the caller's own pass (the Decider's prefill)."""
+        with torch.no_grad():
+            return float(self.softening.temperature(hidden[self.skip:].float().mean(0, keepdim=True))[0])

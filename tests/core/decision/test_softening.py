@@ -97,6 +97,19 @@ def test_a_softened_arm_answers_as_trained_at_its_states_temperature(arms):
     assert header_tokens(plain.tokenizer) == len(encode(plain.tokenizer, "User: Context:"))
 
 
+def test_every_path_softens_alike_and_the_fast_paths_read_the_states_on_the_way(arms, monkeypatch):
+    softened = load_adapter_decider(arms[1])
+    questions = [Choice("Which team?", ("billing", "security", "infra")), Choice("Urgent?", ("yes", "no"))]
+    req = softened.tokenize(TICKET, questions)
+    by_path = {path: softened.probabilities(req, path=path) for path in ("reference", "shared", "packed")}
+    for path in ("shared", "packed"):
+        assert torch.allclose(by_path[path], by_path["reference"], atol=1e-5)
+    own_pass = []
+    monkeypatch.setattr(softened.temperature, "states", lambda *a: own_pass.append(1) or 1 / 0)
+    for path in ("shared", "packed"):  # each reads the prefix's states in its own first pass
+        assert torch.allclose(softened.probabilities(req, path=path), by_path["reference"], atol=1e-5) and not own_pass
+
+
 def test_a_softened_arm_answers_through_the_pipeline_as_its_decider(arms):
     from transformers import pipeline
 
