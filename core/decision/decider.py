@@ -103,8 +103,8 @@ class Decider:
         self.limits = limits
         self.temperature: Callable[[list[int]], float] | None = None
         """A prefix's temperature (an adapter arm's ``core.decision.softening.StateTemperature``): every question's
-        letter logits about that state are divided by it; the shared path hands it the prefix's states from its own
-        prefill (``of_hidden``). None: the readout as trained."""
+        letter logits about that state are divided by it. One with a ``layer`` gets the prefix's states at that layer
+        from the shared or packed path's own first pass (``of_hidden``). None: the readout as trained."""
         self.cost = cost or CostModel()
         cfg = body.config
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
