@@ -165,7 +165,9 @@ def _wire(demo, state, top, ep, cmp, charts) -> None:
                       api_name="upload_log")
     ep.csv_btn.click(h.export_table, state + selection, [ep.export], api_name="export_csv")
     ep.jsonl_btn.click(h.export_episodes, state + selection, [ep.export], api_name="export_jsonl")
+    # "always_last": a pick made while the last comparison still runs is compared after it (Gradio's default for
+    # input events, "once", would drop it: run b picked right after run a stayed unshown)
     gr.on([cmp.run_a.input, cmp.run_b.input], h.compare, state + [cmp.run_a, cmp.run_b], compared,
-          api_name="compare")
+          api_name="compare", trigger_mode="always_last")
     cmp.scenario.input(h.compare_episode, state + [cmp.run_a, cmp.run_b, cmp.scenario],
-                        [cmp.chat_a, cmp.chat_b], api_name="compare_episode")
+                        [cmp.chat_a, cmp.chat_b], api_name="compare_episode", trigger_mode="always_last")
