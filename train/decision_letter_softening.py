@@ -23,9 +23,8 @@ import numpy as np
 import torch
 
 from core.decision.export.adapter import read_adapter_card, soften_adapter_arm
-from core.decision.prompt import encode_prefix, header_tokens, render_prefix
-from core.decision.softening import NEAREST, SOFTEN_AT, Softening
-from core.models.layers import first_layers, mean_states
+from core.decision.prompt import encode_prefix, render_prefix
+from core.decision.softening import NEAREST, SOFTEN_AT, Softening, StateTemperature, temperature_of
 from train.decision_pooled_temperature import fit_softening
 from train.decision_run import evaluate_probs, parse_config, write_report
 from train.decision_smollm2 import BASE, SmolConfig, pool
@@ -68,8 +67,8 @@ def state_means(texts: list[str], decoder, tokenizer, layer: int, cache: Path) -
     path = cache / f"states-{key}.pt"
     if path.is_file():
         return dict(zip(texts, torch.load(path)))
-    ids = [encode_prefix(tokenizer, render_prefix(t)) for t in texts]
-    means = mean_states(first_layers(decoder, layer), ids, [header_tokens(tokenizer)] * len(ids))
+    reader = StateTemperature(decoder, tokenizer, Softening(layer, decoder.config.hidden_size, 0))
+    means = reader.states([encode_prefix(tokenizer, render_prefix(t)) for t in texts])
     cache.mkdir(parents=True, exist_ok=True)
     torch.save(means, path)
     return dict(zip(texts, means))
@@ -83,7 +82,7 @@ def log_probs(probs: np.ndarray) -> torch.Tensor:
 
 def softened(logp: torch.Tensor, near: torch.Tensor, ab: tuple[float, float]) -> np.ndarray:
     finite = logp.double().masked_fill(~torch.isfinite(logp), -1e4)
-    t = torch.exp(ab[0] + ab[1] * (near.double() - SOFTEN_AT))
+    t = temperature_of(near.double(), torch.tensor(ab, dtype=torch.float64))
     return torch.softmax(finite / t[:, None], -1).numpy()
 
 

@@ -24,7 +24,7 @@ from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.scores import sets_report
-from core.decision.export.adapter import head_rows
+from core.decision.export.adapter import card_softens, head_rows
 from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config, write_report
@@ -85,7 +85,7 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
               for k, p in prompts.items()}
     base_rows = model.get_output_embeddings().weight[torch.tensor(letter_token_ids(tokenizer))].detach().float()
     out = {"zero-shot": {k: probs_of(split, base_rows, states[k], prompts[k]) for k in sets}}
-    peft = None
+    peft, read = None, {}  # the softened arms' mean states, (layer, state) -> [H]: read once for all arms
     for name, folder in folders.items():
         if peft is None:
             peft = PeftModel.from_pretrained(model, folder, adapter_name=name)
@@ -94,34 +94,31 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
         peft.set_adapter(name)
         peft.eval()
         rows = head_rows(folder)
-        out[name] = {k: probs_of(split, rows, states[k], prompts[k], softening_temperatures(folder, model, tokenizer, v))
-                     for k, v in sets.items()}
-        if is_softened(folder):
+        out[name] = {k: probs_of(split, rows, states[k], prompts[k],
+                                 softening_temperatures(folder, model, tokenizer, v, read)) for k, v in sets.items()}
+        if card_softens(folder):
             out[name + AS_TRAINED] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
         print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
                      for k, v in out[name].items()}, flush=True)
     return out
 
 
-def is_softened(folder: Path) -> bool:
-    return json.loads((folder / "decision.json").read_text()).get("softening_layer") is not None
-
-
-def softening_temperatures(folder: Path, model, tokenizer, rows: list) -> torch.Tensor | None:
-    """Each row's T under the arm's softening (its state's, as the served Decider measures it); None unsoftened."""
+def softening_temperatures(folder: Path, model, tokenizer, rows: list, read: dict) -> torch.Tensor | None:
+    """Each row's T under the arm's softening (its state's, as the served Decider measures it); None unsoftened.
+    ``read`` keeps the mean states already read, (layer, state) -> [H], for the next arm."""
     from core.decision.export.adapter import SOFTENING_FILE
     from core.decision.prompt import encode_prefix, render_prefix
     from core.decision.softening import Softening, StateTemperature
 
-    if not is_softened(folder):
+    if not card_softens(folder):
         return None
     soft = Softening.load(folder / SOFTENING_FILE, model.config.hidden_size)
-    temperature = StateTemperature(model.get_decoder(), tokenizer, soft)
-    texts = list(dict.fromkeys(r.state for r in rows))
+    if new := [x for x in dict.fromkeys(r.state for r in rows) if (soft.layer, x) not in read]:
+        means = StateTemperature(model.get_decoder(), tokenizer, soft).states(
+            [encode_prefix(tokenizer, render_prefix(x)) for x in new])
+        read.update({(soft.layer, x): m for x, m in zip(new, means)})
     with torch.no_grad():
-        t = soft.temperature(temperature.states([encode_prefix(tokenizer, render_prefix(x)) for x in texts]))
-    by_state = dict(zip(texts, t))
-    return torch.stack([by_state[r.state] for r in rows])
+        return soft.temperature(torch.stack([read[(soft.layer, r.state)] for r in rows]))
 
 
 def served_probs(url: str, rows: list) -> np.ndarray:
