@@ -7,7 +7,8 @@ identity/temperature_reference.log). The reference states are the distinct state
 pool (rebuilt from the warmup card's settings). Two fits are read, under the rule written before this ran
 (results/smollm2_decision/letter_softening/rule.md): ``shared`` (the warmup's fit added to every arm) and
 ``each`` (every arm its own). The val rows are cut in two by context; each half's fit is read on the other half,
-and the rule picks from those reads; the arms written (``--out``) carry the fit on all val rows of the choice.
+and the rule picks from those reads; the arms written (``--out``) carry the fit on all val rows of the choice,
+and the familiarity under which they warn (the 5th percentile of the val states': ``Softening.of_states``).
 
     python -m train.decision_letter_softening --out runs/letter-soft --json results/smollm2_decision/letter_softening/fit.json
 """
@@ -171,7 +172,9 @@ def main(config: LetterSofteningConfig) -> dict:
                    "reference": "the distinct states of the warmup's training pool", "fit_rows": len(val),
                    "command": "python -m train.decision_letter_softening "
                               + " ".join(f"--{k} {v}" for k, v in dataclasses.asdict(config).items() if k != "json")}
-            soft = Softening.of_states(config.layer, torch.stack([means[s] for s in reference]), ab)
+            soft = Softening.of_states(config.layer, torch.stack([means[s] for s in reference]), ab,
+                                       val=torch.stack([means[s] for s in distinct([r.state for r in val])]))
+            fit["warn_below"] = float(soft.warn_below[0])
             soften_adapter_arm(folder, out / arm, soft, fit)
             report.setdefault("val_all_softened", {})[arm] = read(val, softened(logp[arm], near, ab))
     report["wall_s"]["total"] = round(time.time() - t0, 1)

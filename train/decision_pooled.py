@@ -30,6 +30,7 @@ import torch
 from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import sets_report
 from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load_head, option_tensor, read_card, save_pooled
+from core.decision.softening import distance_quantiles
 from core.decision.training import REWARDS, Judge, leave_one_out_baseline, nll_loss, reinforce_loss, sample_options
 from train.decision_run import evaluate_probs, optimizer_for, parse_config, write_report
 from train.decision_smollm2 import BASE
@@ -187,8 +188,7 @@ def standardised_head(config: PooledConfig, train) -> PooledHead:
     head.state_mean.copy_(states.mean(0)); head.state_scale.copy_(states.std(0) + 1e-4)
     _, centred = head.standardise(states, train[1], train[2])
     head.option_scale.copy_(centred[train[2]].std(0) + 1e-4)
-    d = head.state_z(states).pow(2).mean(-1)
-    head.familiar.copy_(torch.quantile(d, torch.linspace(0, 1, 101)))
+    head.familiar.copy_(distance_quantiles(head.state_z(states)))
     return head
 
 

@@ -109,7 +109,11 @@ def softening_section(card) -> list[str]:
             f"{card.softening_layer} (below the adapter) to its {fit['nearest']} nearest of {fit['neighbours']} reference "
             f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
             f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's log and wall "
-            "time: results/smollm2_decision/letter_softening/fit.log):", "", "```", fit["command"], "```", ""]
+            "time: results/smollm2_decision/letter_softening/fit.log):", "", "```", fit["command"], "```", "",
+            *([f"The same reference is its familiarity signal: the share of the reference states farther from their "
+               f"centre than a state (standardised); it warns below {fit['warn_below']:.1%}, the 5th percentile of the "
+               "fit's val states (what it flags: results/smollm2_decision/letter_softening/familiarity_probe.txt).", ""]
+              if "warn_below" in fit else [])]
 
 
 def ranks(dest: Path) -> str:

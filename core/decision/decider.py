@@ -23,7 +23,7 @@ from transformers import DynamicCache
 
 from core.decision import system_one
 from core.decision.cost import CostModel, Shape
-from core.decision.evaluation.familiarity import Familiarity, by_vocabulary
+from core.decision.evaluation.familiarity import EmbeddingFamiliarity, Familiarity, by_vocabulary
 from core.decision.model import LETTER_DESIGN, MAX_P_SOURCE, RequestTooLong
 from core.decision.prompt import (check_seam, encode, encode_prefix, letter_token_ids, longest_token, render_prefix,
                                  render_suffix)
@@ -110,8 +110,13 @@ class Decider:
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
         check_seam(tokenizer, render_prefix("A short state."), render_suffix("Which one?", ["x", "y"]))
 
-    def state_familiarity(self, text: str) -> Familiarity | None:
-        """By its training vocabulary (a real base's web vocabulary is none: ``training_tokenizer`` None)."""
+    def state_familiarity(self, text: str) -> Familiarity | EmbeddingFamiliarity | None:
+        """By its training vocabulary; over a real base (whose web vocabulary is none: ``training_tokenizer`` None) by
+        its softening's reference states when it has them (``Softening.familiarity``; a prefix just answered is not
+        read again)."""
+        if self.training_tokenizer is None and hasattr(self.temperature, "familiarity"):
+            below = float(self.temperature.softening.warn_below[0])
+            return EmbeddingFamiliarity(self.temperature.familiarity(self._prefix(text.strip())), below)
         return by_vocabulary(self.training_tokenizer, text)
 
     @cached_property
@@ -261,7 +266,7 @@ class Decider:
             hidden, states = {"shared": self._shared, "packed": self._packed}[path](req)
         logits = readout(hidden, self.rows, req.n_options, self.bias)
         if self.temperature is not None:
-            t = self.temperature(req.prefix) if states is None else self.temperature.of_hidden(states)
+            t = self.temperature(req.prefix) if states is None else self.temperature.of_hidden(states, req.prefix)
             logits = logits / t
         return torch.softmax(logits, dim=-1)
 

@@ -38,9 +38,9 @@ from core.decision.evaluation.familiarity import FAMILIAR_BELOW, EmbeddingFamili
 from core.decision.model import RequestTooLong
 from core.decision.prompt import encode, encode_prefix, header_tokens, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
-from core.decision.softening import nearness_of, temperature_of
+from core.decision.softening import familiarity_of, nearness_of, temperature_of
 from core.models.entries import POOLED_DESIGN
-from core.models.layers import first_layers, mean_states
+from core.models.layers import RecentStates, first_layers, mean_states
 
 FORMAT = "clarifylab-pooled-readout-v1"
 CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
@@ -132,9 +132,7 @@ class PooledHead(torch.nn.Module):
 
     def familiarity(self, states: torch.Tensor) -> torch.Tensor:
         """Share of training states farther from their mean than each of ``states`` (1: typical, 0: beyond all)."""
-        zs = self.state_z(states)
-        d = zs.pow(2).mean(-1, keepdim=True)
-        return 1.0 - torch.searchsorted(self.familiar, d).squeeze(-1).float() / len(self.familiar)
+        return familiarity_of(self.state_z(states), self.familiar)
 
 
 class PooledReader:
@@ -237,7 +235,7 @@ class PooledDecider(system_one.SystemOneModel):
         self.token_chars = longest_token(self.tokenizer)
         self._options: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
         self._lock = threading.Lock()
-        self._read: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self._read = RecentStates(READ_STATES)
 
     def limit_errors(self, state: Any, questions: Mapping[str, Any]) -> dict[str, str]:
         """``{"state" | qid: reason}`` for each part of a System One request over the limits (empty: it fits)."""
@@ -284,11 +282,7 @@ class PooledDecider(system_one.SystemOneModel):
     def logits(self, state_ids: list[int], options: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[Q, K] option logits of one state (read once, shared by its questions); -inf where ``mask`` is False."""
         states = self.reader.mean_states([state_ids], [self.reader.header])
-        with self._lock:  # kept for familiarity only: an answer always reads its state
-            self._read[tuple(state_ids)] = states
-            self._read.move_to_end(tuple(state_ids))  # answered again: the latest, not its first answer's place
-            while len(self._read) > READ_STATES:
-                self._read.popitem(last=False)
+        self._read.keep(state_ids, states)  # kept for familiarity only: an answer always reads its state
         with torch.no_grad():
             return self.head(states.expand(len(options), -1), options, mask)
 
@@ -296,9 +290,7 @@ class PooledDecider(system_one.SystemOneModel):
         """How like its training states a rendered state is, in the body's own states (no word list); a state
         answered lately (an Ask, a calibration set's contexts) is not read again."""
         ids = self.reader.state_ids(text)
-        with self._lock:
-            states = self._read.get(tuple(ids))
-        if states is None:
+        if (states := self._read.get(ids)) is None:
             states = self.reader.mean_states([ids], [self.reader.header])
         return EmbeddingFamiliarity(float(self.head.familiarity(states)[0]), FAMILIAR_BELOW)
 

@@ -8,6 +8,10 @@ standardised mean state to its ``NEAREST`` nearest reference states) tells them 
 
     T = exp(a + b (nearness - SOFTEN_AT))
 
+The same reference gives the state's *familiarity*: the share of the reference states farther from their centre
+than it (standardised, in the body's own states; no word list), an out-of-distribution signal that tells support
+tickets from other text where nearness does not (results/smollm2_decision/letter_softening/familiarity_probe.txt).
+
 The pooled readout keeps these tensors in its head (``core.decision.pooled.PooledHead``); a letter arm keeps
 them in its own file (``Softening``, read at one layer of the frozen base by ``StateTemperature``). Both
 measure with the functions here.
@@ -21,10 +25,14 @@ from pathlib import Path
 import torch
 
 from core.decision.prompt import header_tokens
-from core.models.layers import first_layers, mean_states
+from core.models.layers import RecentStates, first_layers, mean_states
 
 NEAREST, SOFTEN_AT = 5, 0.8
 """A state's nearness is its mean cosine to this many reference states; b acts about this nearness."""
+WARN_PERCENTILE = 5
+"""A letter arm warns below the familiarity of all but this percent of its fit's val states (the pooled rule)."""
+READ_STATES = 512
+"""Mean states of the latest prefixes answered, kept so their familiarity reads no state twice."""
 
 
 class SofteningError(ValueError):
@@ -44,9 +52,23 @@ def temperature_of(near: torch.Tensor, ab: torch.Tensor) -> torch.Tensor:
     return torch.exp(ab[0] + ab[1] * (near - SOFTEN_AT))
 
 
+def distance_quantiles(z: torch.Tensor) -> torch.Tensor:
+    """[101]: the squared distances (per dimension) of standardised reference states z [N, H] from their centre,
+    at percentiles 0..100: what ``familiarity_of`` ranks a state among."""
+    return torch.quantile(z.pow(2).mean(-1), torch.linspace(0, 1, 101))
+
+
+def familiarity_of(z: torch.Tensor, familiar: torch.Tensor) -> torch.Tensor:
+    """[N]: share of the reference states farther from their centre than each standardised state z [N, H]
+    (1: typical, 0: beyond them all); ``familiar`` from ``distance_quantiles``."""
+    d = z.pow(2).mean(-1, keepdim=True)
+    return 1.0 - torch.searchsorted(familiar, d).squeeze(-1).float() / len(familiar)
+
+
 class Softening(torch.nn.Module):
     """The reference states (standardised, unit length), their standardisation, the layer whose input they are,
-    and (a, b): everything a letter arm needs to soften its answers."""
+    and (a, b): everything a letter arm needs to soften its answers; and ``familiar`` (the reference's distances,
+    ``distance_quantiles``) with ``warn_below`` (the familiarity under which the arm warns): its familiarity signal."""
 
     def __init__(self, layer: int, hidden: int, neighbours: int):
         super().__init__()
@@ -55,21 +77,33 @@ class Softening(torch.nn.Module):
         self.register_buffer("state_scale", torch.ones(hidden))
         self.register_buffer("neighbours", torch.zeros(neighbours, hidden))
         self.register_buffer("ab", torch.zeros(2))
+        self.register_buffer("familiar", torch.zeros(101))
+        self.register_buffer("warn_below", torch.zeros(1))
 
     @classmethod
-    def of_states(cls, layer: int, states: torch.Tensor, ab=(0.0, 0.0)) -> "Softening":
+    def of_states(cls, layer: int, states: torch.Tensor, ab=(0.0, 0.0), val: torch.Tensor | None = None) -> "Softening":
         """A softening whose reference is ``states`` [N, H] (mean states at ``layer``), standardised by their own
-        per-dimension mean and scale."""
+        per-dimension mean and scale; it warns below the ``WARN_PERCENTILE``-th percentile of the ``val`` states'
+        familiarity (never without them)."""
         soft = cls(layer, states.shape[1], len(states))
         with torch.no_grad():
             soft.state_mean.copy_(states.mean(0))
             soft.state_scale.copy_(states.std(0).clamp(min=1e-6))
             soft.neighbours.copy_(soft.unit_states(states))
             soft.ab.copy_(torch.as_tensor(ab, dtype=torch.float32))
+            soft.familiar.copy_(distance_quantiles(soft.standardised(states)))
+            if val is not None and len(val):
+                soft.warn_below.fill_(float(torch.quantile(soft.familiarity(val), WARN_PERCENTILE / 100)))
         return soft
 
+    def standardised(self, states: torch.Tensor) -> torch.Tensor:
+        return (states - self.state_mean) / self.state_scale
+
     def unit_states(self, states: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.normalize((states - self.state_mean) / self.state_scale, dim=-1)
+        return torch.nn.functional.normalize(self.standardised(states), dim=-1)
+
+    def familiarity(self, states: torch.Tensor) -> torch.Tensor:
+        return familiarity_of(self.standardised(states), self.familiar)
 
     def nearness(self, states: torch.Tensor) -> torch.Tensor:
         return nearness_of(self.unit_states(states), self.neighbours)
@@ -108,11 +142,12 @@ class Softening(torch.nn.Module):
 class StateTemperature:
     """A prompt prefix's T: its state's mean input to ``softening.layer`` (the frozen base's first layers, header
     left out) measured against the reference states: read by its own pass over those layers, or (``of_hidden``) from
-    states a caller's pass read on the way."""
+    states a caller's pass read on the way. The prefixes' states are kept a while for ``familiarity``."""
 
     def __init__(self, decoder, tokenizer, softening: Softening, *, bos: bool = False):
         self.lower, self.softening = first_layers(decoder, softening.layer), softening
         self.skip = header_tokens(tokenizer) + int(bos)
+        self.read = RecentStates(READ_STATES)
 
     def states(self, prefixes: list[list[int]]) -> torch.Tensor:
         return mean_states(self.lower, prefixes, [self.skip] * len(prefixes))
@@ -122,10 +157,20 @@ class StateTemperature:
         return self.softening.layer
 
     def __call__(self, prefix: list[int]) -> float:
-        with torch.no_grad():
-            return float(self.softening.temperature(self.states([prefix]))[0])
+        return self._temperature(prefix, self.states([prefix]))
 
-    def of_hidden(self, hidden: torch.Tensor) -> float:
-        """T from the prefix's input states to ``layer`` [P, H], read by the caller's own pass (the Decider's prefill)."""
+    def of_hidden(self, hidden: torch.Tensor, prefix: list[int]) -> float:
+        """T of ``prefix`` from its input states to ``layer`` [P, H], read by the caller's own pass (the Decider's
+        prefill)."""
+        return self._temperature(prefix, hidden[self.skip:].float().mean(0, keepdim=True))
+
+    def _temperature(self, prefix: list[int], state: torch.Tensor) -> float:
+        self.read.keep(prefix, state)
         with torch.no_grad():
-            return float(self.softening.temperature(hidden[self.skip:].float().mean(0, keepdim=True))[0])
+            return float(self.softening.temperature(state)[0])
+
+    def familiarity(self, prefix: list[int]) -> float:
+        """The prefix's familiarity (``Softening.familiarity``); a prefix answered lately is not read again."""
+        state = self.read.get(prefix)
+        with torch.no_grad():
+            return float(self.softening.familiarity(self.states([prefix]) if state is None else state)[0])

@@ -2,10 +2,13 @@
 
 Training caches the frozen lower layers of a real body (``train.split_body``); the pooled readout reads
 a middle layer's states (``core.decision.pooled``, ``core.decision.softening``). They cut the body the
-same way, batch rows the same way (``right_padded``) and average states the same way (``mean_states``).
+same way, batch rows the same way (``right_padded``) and average states the same way (``mean_states``), and
+keep the mean states they read lately the same way (``RecentStates``).
 """
 
 import copy
+import threading
+from collections import OrderedDict
 from typing import Sequence
 
 import torch
@@ -52,3 +55,22 @@ def right_padded(rows: Sequence[torch.Tensor], dtype) -> tuple[torch.Tensor, tor
     for i, r in enumerate(rows):
         x[i, : r.shape[0]], mask[i, : r.shape[0]] = r, 1
     return x, mask
+
+
+class RecentStates:
+    """The mean states of the latest id sequences read (at most ``size``; the least recently read dropped), so a
+    state answered a moment ago is not read again for its familiarity. Safe to share between request threads."""
+
+    def __init__(self, size: int):
+        self.size, self._lock, self._kept = size, threading.Lock(), OrderedDict()
+
+    def keep(self, ids: Sequence[int], states: torch.Tensor) -> None:
+        with self._lock:
+            self._kept[tuple(ids)] = states
+            self._kept.move_to_end(tuple(ids))  # read again: the latest, not its first read's place
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+    def get(self, ids: Sequence[int]) -> torch.Tensor | None:
+        with self._lock:
+            return self._kept.get(tuple(ids))

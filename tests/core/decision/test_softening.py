@@ -13,8 +13,9 @@ from core.decision.export.adapter import (SOFTENING_FILE, DecisionExportError, l
                                           soften_adapter_arm)
 from core.decision.prompt import encode, encode_prefix, header_tokens, render_prefix
 from core.decision.questions import Choice
-from core.decision.softening import (NEAREST, SOFTEN_AT, Softening, SofteningError, StateTemperature, nearness_of,
-                                     temperature_of)
+from core.decision.evaluation.familiarity import EmbeddingFamiliarity
+from core.decision.softening import (NEAREST, SOFTEN_AT, WARN_PERCENTILE, Softening, SofteningError, StateTemperature,
+                                     distance_quantiles, familiarity_of, nearness_of, temperature_of)
 from core.models.layers import first_layers
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama, export_tiny_arm
 
@@ -37,6 +38,27 @@ def test_nearness_is_the_mean_cosine_to_the_nearest_neighbours():
         math.exp(0.3 - 2.0 * (0.5 - SOFTEN_AT)))
 
 
+def test_familiarity_is_the_share_of_reference_distances_beyond_the_state():
+    z = torch.tensor([[float(i)] for i in range(11)])  # squared distances 0, 1, 4, ..., 100
+    familiar = distance_quantiles(z)
+    assert familiar.tolist() == pytest.approx(torch.quantile(z.pow(2).squeeze(-1), torch.linspace(0, 1, 101)).tolist())
+    assert familiar[0] == 0 and familiar[50] == 25 and familiar[100] == 100
+    # the share of the 101 percentiles at or beyond d: at the centre all, at the median 51, beyond them all none
+    assert familiarity_of(torch.tensor([[0.0], [5.0], [11.0]]), familiar).tolist() == pytest.approx(
+        [1.0, 51 / 101, 0.0])
+
+
+def test_a_softening_warns_below_the_val_states_fifth_percentile():
+    torch.manual_seed(2)
+    reference, val = torch.randn(40, 5), torch.randn(30, 5) * 1.5
+    soft = Softening.of_states(2, reference, val=val)
+    z = (reference - reference.mean(0)) / reference.std(0)
+    assert torch.allclose(soft.familiar, distance_quantiles(z))
+    assert soft.warn_below.item() == pytest.approx(torch.quantile(soft.familiarity(val), WARN_PERCENTILE / 100).item())
+    assert (soft.familiarity(val) < soft.warn_below).float().mean() <= WARN_PERCENTILE / 100
+    assert Softening.of_states(2, reference).warn_below.item() == 0.0  # no val states: it never warns
+
+
 def test_a_softening_standardises_by_its_reference_and_round_trips(tmp_path):
     torch.manual_seed(1)
     states = torch.randn(12, 6) * 3 + 1
@@ -47,6 +69,7 @@ def test_a_softening_standardises_by_its_reference_and_round_trips(tmp_path):
     soft.save(tmp_path / "s.safetensors")
     back = Softening.load(tmp_path / "s.safetensors", 6)
     assert back.layer == 3 and torch.equal(back.temperature(states), soft.temperature(states))
+    assert torch.equal(back.familiarity(states), soft.familiarity(states)) and torch.equal(back.warn_below, soft.warn_below)
 
 
 def test_a_broken_softening_file_is_refused_naming_what_is_wrong(tmp_path):
@@ -75,7 +98,8 @@ def arms(tmp_path_factory):
     reference = StateTemperature(plain.body, plain.tokenizer, Softening(2, 32, 0)).states(
         [encode_prefix(plain.tokenizer, render_prefix(t)) for t in ("A login failed.", "The site is down.", "Refund me.",
                                                                     "Server unreachable.", "Password reset.", "Invoice?")])
-    soft = soften_adapter_arm(arm, root / "soft", Softening.of_states(2, reference, (0.4, -3.0)), {"a": 0.4, "b": -3.0})
+    soft = soften_adapter_arm(arm, root / "soft", Softening.of_states(2, reference, (0.4, -3.0), val=reference),
+                              {"a": 0.4, "b": -3.0})
     return arm, soft
 
 
@@ -110,6 +134,26 @@ def test_every_path_softens_alike_and_the_fast_paths_read_the_states_on_the_way(
         assert torch.allclose(softened.probabilities(req, path=path), by_path["reference"], atol=1e-5) and not own_pass
 
 
+def test_a_softened_arm_tells_its_familiarity_without_reading_an_answered_state_again(arms, monkeypatch):
+    plain, softened = load_adapter_decider(arms[0]), load_adapter_decider(arms[1])
+    assert plain.state_familiarity(TICKET) is None  # an arm as trained has no reference: no signal
+    found = softened.state_familiarity(TICKET)
+    soft = softened.temperature.softening
+    state = softened.temperature.states([softened._prefix(TICKET)])
+    assert isinstance(found, EmbeddingFamiliarity) and found.threshold == soft.warn_below.item() > 0
+    assert found.share == pytest.approx(soft.familiarity(state).item())
+    other = "A different state entirely, about nothing the reference holds: 42 / 7 = 6."
+    reads = []
+    real = softened.temperature.states
+    monkeypatch.setattr(softened.temperature, "states", lambda *a: reads.append(1) or real(*a))
+    for path in ("reference", "shared", "packed"):  # the answer's own read of the state is kept
+        softened.probabilities(softened.tokenize(other, [Choice("Urgent?", ("yes", "no"))]), path=path)
+        before = len(reads)
+        assert softened.state_familiarity(other).share == pytest.approx(
+            soft.familiarity(real([softened._prefix(other)])).item(), abs=1e-5)
+        assert len(reads) == before
+
+
 def test_a_softened_arm_answers_through_the_pipeline_as_its_decider(arms):
     from transformers import pipeline
 
@@ -135,7 +179,7 @@ def test_the_card_hashes_the_softening_and_refuses_what_cannot_hold(arms, tmp_pa
 
     tampered = shutil.copytree(soft, tmp_path / "tampered")
     data = (tampered / SOFTENING_FILE).read_bytes()
-    (tampered / SOFTENING_FILE).write_bytes(data[:-4] + b"\0\0\0\0")
+    (tampered / SOFTENING_FILE).write_bytes(data[:-4] + bytes(b ^ 0xFF for b in data[-4:]))  # one value changed
     with pytest.raises(DecisionExportError, match="softening.safetensors: sha256 does not match"):
         load_adapter_decider(tampered)
     dropped = shutil.copytree(soft, tmp_path / "dropped")

@@ -6,7 +6,7 @@ from transformers import Qwen3ForCausalLM
 
 from core.decision.prompt import encode
 from core.decision.random_model import body_config, letter_tokenizer
-from core.models.layers import first_layers, right_padded
+from core.models.layers import RecentStates, first_layers, right_padded
 
 
 def test_first_layers_output_is_the_next_layers_input():
@@ -30,3 +30,13 @@ def test_right_padded_stacks_ids_and_states_with_their_mask():
     x, mask = right_padded(states, torch.float32)
     assert x.shape == (2, 3, 4) and mask.tolist() == [[1, 1, 0], [1, 1, 1]]
     assert x[0, 2].abs().sum() == 0 and torch.equal(x[1], states[1])
+
+
+def test_recent_states_keep_the_latest_reads_and_drop_the_least_recent():
+    kept, a, b, c = RecentStates(2), torch.zeros(1, 3), torch.ones(1, 3), torch.full((1, 3), 2.0)
+    kept.keep([1, 2], a)
+    kept.keep([3], b)
+    kept.keep([1, 2], a)  # read again: now the latest, so [3] is the one to go
+    kept.keep([4], c)
+    assert kept.get([3]) is None and kept.get((1, 2)) is a and kept.get([4]) is c
+    assert kept.get([5]) is None
