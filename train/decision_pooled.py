@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core.decision.data.natural import deciding_families
 from core.decision.data.store import read_partition
 from core.decision.evaluation.scores import sets_report
 from core.decision.pooled import OPTION_TEMPLATE, PooledHead, PooledReader, load_head, option_tensor, read_card, save_pooled
@@ -84,7 +85,8 @@ def datasets(config: PooledConfig) -> dict[str, list]:
     nat = read_partition(Path(config.natural), "train")
     if config.rl_split == "families":
         held = rl_families(config.seed)
-        warm, rl = [r for r in nat if not deciding_families(r) & held], [r for r in nat if deciding_families(r) & held]
+        decided = [bool(deciding_families(r.tags) & held) for r in nat]
+        warm, rl = [r for r, d in zip(nat, decided) if not d], [r for r, d in zip(nat, decided) if d]
     else:
         cut = (len(nat) * 2 // 3) // 3 * 3  # whole tickets: three rows each, in order
         warm, rl = nat[:cut], nat[cut:]
@@ -131,12 +133,6 @@ def placement(row, folds: list[frozenset[str]], fold: int) -> str | None:
         inside = named & folds[fold]
         return "train" if not inside else "held" if inside == named else None
     return "held" if int(hashlib.sha256(row.context_id.encode()).hexdigest(), 16) % len(folds) == fold else "train"
-
-
-def deciding_families(row) -> set[str]:
-    """The family tags that fix a natural row's answer: the issue families for the department, else the urgency."""
-    prefix = "family:" if "department" in row.tags else "urgency:"
-    return {t for t in row.tags if t.startswith(prefix)}
 
 
 def features(reader: PooledReader, sets: dict[str, list], cache: Path) -> tuple[dict, dict]:

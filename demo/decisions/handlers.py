@@ -280,7 +280,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
-    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · 95% intervals resample whole contexts"
+    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · {reports.resampling_note(items)}"
     if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.decision.data.natural import deciding_families
 from core.decision.pooled import PooledHead, load_pooled
 from core.decision.questions import Choice
 from core.decision.training import Judge
@@ -122,21 +123,14 @@ def test_placement_holds_out_whole_tickets_and_synthetic_contexts_by_hash():
     assert {p.index("held") for p in synthetic} == {0, 1, 2}
 
 
-def test_deciding_families_are_the_issue_families_for_departments_else_the_urgency():
-    row = lambda *tags: type("Row", (), {"tags": list(tags)})()  # noqa: E731
-    assert dp.deciding_families(row("family:a", "family:b", "urgency:u", "ambiguous", "department")) == {"family:a", "family:b"}
-    assert dp.deciding_families(row("family:a", "urgency:u", "priority")) == {"urgency:u"}
-    assert dp.deciding_families(row("family:a", "urgency:u", "escalate")) == {"urgency:u"}
-
-
 def test_the_families_split_gives_rl_every_row_the_held_families_decide_and_the_warmup_none(pooled_data):
     _, natural, synthetic = pooled_data
     config = dp.PooledConfig(natural=str(natural), synthetic=str(synthetic), synthetic_rows=6, rl_split="families")
     sets, held = dp.datasets(config), dp.rl_families(config.seed)
     nat = lambda rows: [r for r in rows if r.source == "natural"]  # noqa: E731
     warm, rl = nat(sets["warmup"]), nat(sets["rl"])
-    assert rl and warm and all(dp.deciding_families(r) & held for r in rl)
-    assert not any(dp.deciding_families(r) & held for r in warm)
+    assert rl and warm and all(deciding_families(r.tags) & held for r in rl)
+    assert not any(deciding_families(r.tags) & held for r in warm)
     everything = dp.datasets(dataclasses.replace(config, rl_split="tickets"))
     assert sorted(map(repr, warm + rl)) == sorted(map(repr, nat(everything["warmup"]) + nat(everything["rl"])))
     assert len(sets["rl"]) - len(rl) == 3  # the synthetic RL rows as before

@@ -12,6 +12,7 @@ one-hot, or 0.5/0.5 on an ambiguous department. Families are split-disjoint (``t
 
 import random
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.decision.data.rows import NOUL_OPTIONS, DecisionRow, one_hot
@@ -170,6 +171,22 @@ def natural_rows(ticket: NaturalTicket, rng: random.Random) -> list[DecisionRow]
                     kind="noul", label=0 if ticket.page else 1, posterior=one_hot(0 if ticket.page else 1, 2),
                     tags=tags + ["escalate"]),
     ]
+
+
+def deciding_families(tags: Sequence[str]) -> set[str]:
+    """The family tags that fix a natural row's answer: the issue families for the department, else the urgency."""
+    prefix = "family:" if "department" in tags else "urgency:"
+    return {t for t in tags if t.startswith(prefix)}
+
+
+def family_counts(tag_lists: Iterable[Sequence[str]]) -> dict[str, int]:
+    """How many issue and urgency families decide the answers of rows with these tags: a natural split's
+    held-out families are few, and a figure over its tickets speaks for those families only."""
+    found: dict[str, set[str]] = {"issue": set(), "urgency": set()}
+    for tags in tag_lists:
+        for tag in deciding_families(tags):
+            found["issue" if tag.startswith("family:") else "urgency"].add(tag)
+    return {kind: len(names) for kind, names in found.items()}
 
 
 def natural_contexts(split: str, n: int, seed: int) -> list[list[DecisionRow]]:

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from core import calibration as cal
+from core.decision.data.natural import family_counts
 from core.decision.evaluation.evalsets import EvalItem
 from core.stats import Interval, bootstrap_mean, bootstrap_statistic
 
@@ -159,6 +160,16 @@ def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
 
     rows = [[label] + [cell(r.metrics[key]) for r in reports] for key, label in METRICS]
     return rows + [["rows (contexts resampled)"] + [str(r.n) for r in reports]]
+
+
+def resampling_note(items: Sequence[EvalItem]) -> str:
+    """What the intervals resample and, on rows whose answers a few held-out families decide, whom they speak for."""
+    counts = family_counts(it.tags for it in items)
+    note = "95% intervals resample whole contexts"
+    if counts["issue"] or counts["urgency"]:
+        note += (f"; these answers are decided by {counts['issue']} issue and {counts['urgency']} urgency families, "
+                 "so the intervals say how sure the figures are about these families, not about families never seen")
+    return note
 
 
 # ---- temperature scaling: a post-hoc reference, never the model's own numbers

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.decision.data.natural import (
-    P_AMBIGUOUS, add_typos, draw_natural_ticket, has_department_keyword, natural_contexts, natural_rows, split_profile,
+    P_AMBIGUOUS, add_typos, deciding_families, draw_natural_ticket, family_counts, has_department_keyword,
+    natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
 from core.decision.data.ticket_families import (
@@ -221,3 +222,27 @@ def test_the_docs_family_table_is_the_codes():
                 documented.update({name.strip(): (cells[0], split) for name in names.split(",")})
     coded = {f.name: (f.label, f.split) for f in [*ISSUE_FAMILIES, *URGENCY_FAMILIES]}
     assert documented == coded
+
+
+def test_deciding_families_are_the_issue_families_for_departments_else_the_urgency():
+    assert deciding_families(["family:a", "family:b", "urgency:u", "ambiguous", "department"]) == {"family:a", "family:b"}
+    assert deciding_families(("family:a", "urgency:u", "priority")) == {"urgency:u"}
+    assert deciding_families(["family:a", "urgency:u", "escalate"]) == {"urgency:u"}
+    assert deciding_families(["two_cue"]) == set()  # a synthetic row names no family
+
+
+def test_family_counts_count_the_families_deciding_each_question():
+    tags = [["family:a", "family:b", "urgency:u", "department"], ["family:a", "urgency:u", "priority"],
+            ["family:c", "urgency:v", "escalate"], ["family:c", "urgency:v", "department"], ["two_cue"]]
+    assert family_counts(tags) == {"issue": 3, "urgency": 2}
+    assert family_counts([]) == {"issue": 0, "urgency": 0}
+
+
+def test_the_test_split_decides_with_few_families(drawn):
+    """What the Calibration view's note states: test's departments come from 2 families a department, its
+    priorities and page-now answers from one urgency family a priority."""
+    rows = [r for rows in drawn["test"] for r in rows]
+    issue = {f.name for f in families_in("test", ISSUE_FAMILIES)}
+    urgency = {f.name for f in families_in("test", URGENCY_FAMILIES)}
+    counts = family_counts(r.tags for r in rows)
+    assert counts == {"issue": len(issue), "urgency": len(urgency)} == {"issue": 8, "urgency": 4}

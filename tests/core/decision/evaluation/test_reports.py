@@ -10,7 +10,8 @@ from core import calibration as cal
 from core.decision import Choice, Noul
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import (
-    evaluate, fit_temperature, metrics_rows, model_report, probabilities, probe_summary, scale, split_contexts,
+    evaluate, fit_temperature, metrics_rows, model_report, probabilities, probe_summary, resampling_note, scale,
+    split_contexts,
 )
 from core.decision.questions import make_answer
 
@@ -122,3 +123,15 @@ def test_probe_summary_groups_and_ideals():
     assert s.ideal == {"one-cue department": 1.0, "two-cue department": 0.5, "escalate": 0.9}
     assert s.groups["escalate"].mean == pytest.approx(0.9) and s.groups["escalate"].n == 20
     assert s.groups["two-cue department"].n == 10
+
+
+def test_the_resampling_note_names_the_families_that_decide_the_answers():
+    q = Choice("Which team?", ("billing", "security"))
+    synthetic = [EvalItem("c1", "s", q, 0, ("two_cue",)), EvalItem("c2", "t", q, 1)]
+    assert resampling_note(synthetic) == "95% intervals resample whole contexts"
+    natural = [EvalItem("t1", "s", q, 0, ("family:a", "urgency:u", "department")),
+               EvalItem("t1", "s", q, 0, ("family:a", "urgency:u", "priority")),
+               EvalItem("t2", "t", q, 1, ("family:b", "family:c", "urgency:u", "ambiguous", "department"))]
+    note = resampling_note(natural)
+    assert note.startswith("95% intervals resample whole contexts; these answers are decided by 3 issue and 1 urgency")
+    assert "not about families never seen" in note
