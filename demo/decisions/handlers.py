@@ -265,14 +265,14 @@ def _reference(view: reports.CalibrationView):
 
 
 def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts: int, upload: str | None,
-              temperature: bool):
+              temperature: bool, resample: str = reports.CONTEXTS):
     """Evaluate one or two models on a labelled set: errors (set, model), note, table, two figures, reference."""
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     view = None
     try:
         items = evalsets.load_items(source, int(contexts), upload)
         if not errors:
-            view = reports.evaluate(deciders, items, temperature=bool(temperature))
+            view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample or reports.CONTEXTS)
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
         errors[_field_of(err)] = _reason(err)
     if view is None or errors:
@@ -280,7 +280,7 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
-    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · {reports.resampling_note(items)}"
+    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · {reports.resampling_note(items, resample)}"
     if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())

@@ -9,6 +9,7 @@ call the same functions, including ``/score`` with System One's request and answ
 import gradio as gr
 
 from core.decision.evaluation.evalsets import NATURAL, SOURCES
+from core.decision.evaluation.reports import CONTEXTS, RESAMPLE_UNITS
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
 from demo.decisions import handlers as h
 from demo.decisions.examples import example_names
@@ -143,18 +144,21 @@ def _calibration_panel(models_dir: gr.State):
             with gr.Accordion("Upload format", open=False):
                 gr.Markdown(UPLOAD_HELP)
             temperature = gr.Checkbox(label="Add temperature scaling fitted on a held-out half (post-hoc reference)")
+            resample = gr.Radio(list(RESAMPLE_UNITS), value=CONTEXTS, label="Intervals resample whole",
+                                info="families: the natural tickets' issue and urgency families, the unit a claim of "
+                                     "transfer to unseen families is about", elem_id="dq-resample")
             run = gr.Button("Evaluate", variant="primary", elem_id="dq-evaluate")
         with gr.Column(scale=7):
             summary = gr.Markdown()
             table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True,
-                                 headers=["metric", "model", "compared with"])
+                                 headers=["metric", "model", "compared with"], elem_id="dq-metrics")
             reliability = gr.Plot(show_label=False, elem_id="dq-reliability")
             selective = gr.Plot(show_label=False, elem_id="dq-selective")
             ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
             ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     upload.change(h.check_upload, upload, set_err, api_name=False)  # this file's message, no earlier one
-    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature],
+    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature, resample],
               [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
     return model_a, model_b, note
 

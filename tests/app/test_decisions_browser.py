@@ -103,6 +103,20 @@ def test_calibration_view_on_an_upload(browser, app_url, tmp_path):
     page.screenshot(path=str(tmp_path / "decisions_calibration.png"), full_page=True)
 
 
+def test_calibration_on_natural_tickets_resamples_whole_families(browser, app_url, tmp_path):
+    page = open_decisions(browser, app_url)
+    page.get_by_role("tab", name="Calibration").click()
+    tickets = page.get_by_label("number input for Contexts", exact=False)
+    tickets.fill("10")  # the slider's least
+    tickets.press("Enter")
+    page.locator("#dq-resample").get_by_label("families").check()
+    page.locator("#dq-evaluate").click()
+    page.get_by_text("95% intervals resample whole families: the 8 issue and 4 urgency families",
+                     exact=False).wait_for(timeout=2 * WAIT_MS)
+    page.locator("#dq-metrics .body-cell", has_text="rows (families resampled)").wait_for(timeout=WAIT_MS)
+    page.screenshot(path=str(tmp_path / "decisions_calibration_families.png"), full_page=True)
+
+
 def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):
     """The shipped RLCD arm on a natural-language ticket: the answer comes with its warning; on the
     training-like example it does not (both states, one model)."""

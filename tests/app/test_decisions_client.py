@@ -78,6 +78,9 @@ def test_every_documented_endpoint_takes_the_documented_names(client):
     assert set(ask[-1]["decision-rlcd"]["q1"]["probabilities"]) == {"billing", "security"}
     cal = client.predict("tiny-a", "", "our test split", 10, None, False, api_name="/calibrate")
     assert "rows from our test split" in cal[2] and cal[3]["data"]
+    cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "families",
+                         api_name="/calibrate")
+    assert "resample whole families" in cal[2] and cal[3]["data"][-1][0] == "rows (families resampled)"
     probe = client.predict("tiny-b", "", 20, api_name="/probe")
     assert probe[-1]["data"]
 

@@ -179,6 +179,13 @@ def deciding_families(tags: Sequence[str]) -> set[str]:
     return {t for t in tags if t.startswith(prefix)}
 
 
+def deciding_family(tags: Sequence[str]) -> str | None:
+    """The one family a natural row is resampled with: the first of its deciding families in tag order (an
+    ambiguous ticket's two come shuffled); None for a row that names none (a synthetic or uploaded one)."""
+    deciding = deciding_families(tags)
+    return next((t for t in tags if t in deciding), None)
+
+
 def family_counts(tag_lists: Iterable[Sequence[str]]) -> dict[str, int]:
     """How many issue and urgency families decide the answers of rows with these tags: a natural split's
     held-out families are few, and a figure over its tickets speaks for those families only."""

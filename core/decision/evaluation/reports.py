@@ -1,8 +1,8 @@
 """Calibration reports per model: run a Decider over labelled items, then summarise.
 
 Every number comes from ``core.calibration`` (metrics, reliability bins, selective curve) and
-``core.stats`` (context-clustered bootstrap intervals); this module only arranges them per model,
-adds intervals for the metrics the core report leaves as point values (classwise ECE, NOTA rates,
+``core.stats`` (bootstrap intervals drawing whole contexts, or whole families); this module only arranges
+them per model, adds intervals for the metrics the core report leaves as point values (classwise ECE, NOTA rates,
 AURC), and offers temperature scaling as a clearly separate post-hoc reference: T is fitted on one
 part of the contexts and every scaled number is reported on the other part only.
 
@@ -19,12 +19,16 @@ from typing import Sequence
 import numpy as np
 
 from core import calibration as cal
-from core.decision.data.natural import family_counts
+from core.decision.data.natural import deciding_family, family_counts
 from core.decision.evaluation.evalsets import EvalItem
 from core.stats import Interval, bootstrap_mean, bootstrap_statistic
 
 RESAMPLES = 300
 """Bootstrap draws per interval: the view recomputes on every click (reports elsewhere use 1000)."""
+CONTEXTS, FAMILIES = "contexts", "families"
+RESAMPLE_UNITS = (CONTEXTS, FAMILIES)
+"""What an interval's bootstrap draws whole: the questions about one state (default), or the natural
+tickets' deciding families (``core.decision.data.natural.deciding_family``)."""
 METRICS = (("accuracy", "accuracy"), ("ece", "ECE (15 bins)"), ("classwise_ece", "classwise ECE"),
            ("brier", "Brier"), ("mean_confidence", "mean confidence"), ("aurc", "AURC"),
            ("nota_recall", "NOTA recall"), ("nota_false_alarm", "NOTA false alarm"))
@@ -77,11 +81,13 @@ class ModelReport:
     name: str
     n: int
     metrics: dict[str, Interval]
-    """METRICS key -> value with its 95% context-clustered bootstrap interval (NaN when undefined)."""
+    """METRICS key -> value with its 95% clustered bootstrap interval (NaN when undefined)."""
     bins: list[cal.ReliabilityBin]
     curve: cal.SelectiveCurve
     note: str = ""
     """How the rows were chosen (e.g. the post-hoc temperature), shown beside the name."""
+    resampled: str = CONTEXTS
+    """What the intervals' bootstrap drew whole: ``contexts`` or ``families``."""
 
 
 def _classwise_statistic(items: Sequence[EvalItem], probs: Sequence[Sequence[float]]):
@@ -143,14 +149,28 @@ def probe_means(probs: Sequence[Sequence[float]], tags: Sequence[Sequence[str]],
     return out
 
 
+def _resample_unit(resample: str) -> str:
+    if resample not in RESAMPLE_UNITS:
+        raise ValueError(f"intervals resample whole {' or '.join(RESAMPLE_UNITS)}; got {resample!r}")
+    return resample
+
+
+def clusters_of(items: Sequence[EvalItem], resample: str = CONTEXTS) -> list[str]:
+    """What the bootstrap draws whole: each item's context, or the family deciding its answer (an item that
+    names no family stays its own context), the unit a claim of transfer to unseen families is about."""
+    if _resample_unit(resample) == CONTEXTS:
+        return [it.context_id for it in items]
+    return [deciding_family(it.tags) or f"context:{it.context_id}" for it in items]
+
+
 def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
-                 seed: int = 0, note: str = "") -> ModelReport:
+                 seed: int = 0, note: str = "", resample: str = CONTEXTS) -> ModelReport:
     """Every METRICS entry with its interval, plus the reliability bins and the selective curve."""
-    labels, clusters = [it.label for it in items], [it.context_id for it in items]
+    labels, clusters = [it.label for it in items], clusters_of(items, resample)
     metrics = headline_metrics(probs, labels, clusters, [it.nota for it in items], seed=seed)
     metrics["classwise_ece"] = _interval(_classwise_statistic(items, probs), len(items), clusters, seed)
     return ModelReport(name, len(items), {k: metrics[k] for k, _ in METRICS},
-                       cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note)
+                       cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note, resample)
 
 
 def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
@@ -159,16 +179,22 @@ def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
         return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
 
     rows = [[label] + [cell(r.metrics[key]) for r in reports] for key, label in METRICS]
-    return rows + [["rows (contexts resampled)"] + [str(r.n) for r in reports]]
+    units = sorted({r.resampled for r in reports}) or [CONTEXTS]
+    return rows + [[f"rows ({' / '.join(units)} resampled)"] + [str(r.n) for r in reports]]
 
 
-def resampling_note(items: Sequence[EvalItem]) -> str:
+def resampling_note(items: Sequence[EvalItem], resample: str = CONTEXTS) -> str:
     """What the intervals resample and, on rows whose answers a few held-out families decide, whom they speak for."""
     counts = family_counts(it.tags for it in items)
+    named = f"{counts['issue']} issue and {counts['urgency']} urgency families"
+    if resample == FAMILIES:
+        if not counts["issue"] and not counts["urgency"]:
+            return "95% intervals resample whole contexts: these rows name no family"
+        return f"95% intervals resample whole families: the {named} deciding these answers (few: wide intervals)"
     note = "95% intervals resample whole contexts"
     if counts["issue"] or counts["urgency"]:
-        note += (f"; these answers are decided by {counts['issue']} issue and {counts['urgency']} urgency families, "
-                 "so the intervals say how sure the figures are about these families, not about families never seen")
+        note += (f"; these answers are decided by {named}, so the intervals say how sure the figures are about these "
+                 "families, not about families never seen (resample families for that)")
     return note
 
 
@@ -222,7 +248,7 @@ class TemperatureReference:
 
 
 def temperature_reference(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
-                          fit_fraction: float = 0.5, seed: int = 0) -> TemperatureReference:
+                          fit_fraction: float = 0.5, seed: int = 0, resample: str = CONTEXTS) -> TemperatureReference:
     """Fit T on ``fit_fraction`` of the contexts; report raw vs scaled on the rest only."""
     fit, rest = split_contexts(items, fit_fraction, seed)
     if not fit or not rest:
@@ -230,9 +256,10 @@ def temperature_reference(name: str, items: Sequence[EvalItem], probs: Sequence[
     t = fit_temperature([probs[i] for i in fit], [items[i].label for i in fit])
     held, held_probs = [items[i] for i in rest], [probs[i] for i in rest]
     note = f"post-hoc: T = {t:.2f} fitted on {len(fit)} other rows"
-    return TemperatureReference(t, len(fit), model_report(f"{name} (raw, held-out part)", held, held_probs, seed=seed),
-                                model_report(f"{name} × T={t:.2f} (post-hoc)", held, scale(held_probs, t),
-                                             seed=seed, note=note))
+    raw = model_report(f"{name} (raw, held-out part)", held, held_probs, seed=seed, resample=resample)
+    scaled = model_report(f"{name} × T={t:.2f} (post-hoc)", held, scale(held_probs, t), seed=seed, note=note,
+                          resample=resample)
+    return TemperatureReference(t, len(fit), raw, scaled)
 
 
 # ---- the known-posterior probe
@@ -279,15 +306,17 @@ class CalibrationView:
     """Wall time of scoring and summarising."""
 
 
-def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0) -> CalibrationView:
+def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0,
+             resample: str = CONTEXTS) -> CalibrationView:
     """Score ``items`` under each decider (name -> Decider) and summarise each model."""
+    _resample_unit(resample)  # before any model runs
     start = time.perf_counter()
     reports, refs = [], []
     for name, decider in deciders.items():
         probs = probabilities(decider, items)
-        reports.append(model_report(name, items, probs, seed=seed))
+        reports.append(model_report(name, items, probs, seed=seed, resample=resample))
         if temperature:
-            refs.append(temperature_reference(name, items, probs, seed=seed))
+            refs.append(temperature_reference(name, items, probs, seed=seed, resample=resample))
     return CalibrationView(reports, refs, time.perf_counter() - start)
 
 

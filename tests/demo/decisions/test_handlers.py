@@ -169,6 +169,18 @@ def test_calibrate_on_natural_tickets_says_how_many_states_are_unlike_the_traini
     assert table["metric"][0] == "accuracy"
 
 
+def test_calibrate_on_natural_tickets_can_resample_whole_families(models_dir):
+    from core.decision.evaluation.evalsets import NATURAL
+
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False, "families")
+    assert not set_err["visible"] and not model_err["visible"]
+    assert "95% intervals resample whole families: the 8 issue and 4 urgency families" in note
+    assert list(table.iloc[-1]) == ["rows (families resampled)", "30"]
+    set_err, _, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False, "tickets")
+    assert set_err["visible"] and "intervals resample whole contexts or families; got 'tickets'" in set_err["value"]
+    assert table is None  # nothing ran, nothing shown as if it had
+
+
 @pytest.mark.parametrize("text, message", [
     ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "c"}\n', "line 1: label 'c' is not one of"),
     ('{"state": "s", "question": "Which?", "options": ["a", "b"], "label": "a"}\n{oops\n', "line 2: not JSON"),

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.decision.data.natural import (
-    P_AMBIGUOUS, add_typos, deciding_families, draw_natural_ticket, family_counts, has_department_keyword,
-    natural_contexts, natural_rows, split_profile,
+    P_AMBIGUOUS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
+    has_department_keyword, natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
 from core.decision.data.ticket_families import (
@@ -229,6 +229,12 @@ def test_deciding_families_are_the_issue_families_for_departments_else_the_urgen
     assert deciding_families(("family:a", "urgency:u", "priority")) == {"urgency:u"}
     assert deciding_families(["family:a", "urgency:u", "escalate"]) == {"urgency:u"}
     assert deciding_families(["two_cue"]) == set()  # a synthetic row names no family
+
+
+def test_a_row_is_resampled_with_the_first_family_deciding_it():
+    assert deciding_family(["family:b", "family:a", "urgency:u", "ambiguous", "department"]) == "family:b"
+    assert deciding_family(["family:b", "urgency:u", "priority"]) == "urgency:u"
+    assert deciding_family(["two_cue", "department"]) is None
 
 
 def test_family_counts_count_the_families_deciding_each_question():

@@ -10,10 +10,11 @@ from core import calibration as cal
 from core.decision import Choice, Noul
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import (
-    evaluate, fit_temperature, metrics_rows, model_report, probabilities, probe_summary, resampling_note, scale,
-    split_contexts,
+    FAMILIES, RESAMPLES, clusters_of, evaluate, fit_temperature, metrics_rows, model_report, probabilities,
+    probe_summary, resampling_note, scale, split_contexts,
 )
 from core.decision.questions import make_answer
+from core.stats import bootstrap_mean
 
 
 class FixedDecider:
@@ -135,3 +136,55 @@ def test_the_resampling_note_names_the_families_that_decide_the_answers():
     note = resampling_note(natural)
     assert note.startswith("95% intervals resample whole contexts; these answers are decided by 3 issue and 1 urgency")
     assert "not about families never seen" in note
+
+
+def _family_items(n_contexts: int, rng: random.Random):
+    """``_items`` whose contexts are tickets of four issue families (c0, c4, ... the first) and one urgency family."""
+    items, decider = _items(n_contexts, rng)
+    tagged = [EvalItem(it.context_id, it.state, it.question, it.label,
+                       (f"family:f{int(it.context_id[1:]) % 4}", "urgency:u",
+                        "department" if isinstance(it.question, Choice) else "escalate")) for it in items]
+    return tagged, decider
+
+
+def test_clusters_are_contexts_or_the_family_deciding_each_answer():
+    items, _ = _family_items(6, random.Random(0))
+    assert clusters_of(items) == [it.context_id for it in items]
+    issue = ["family:f0", "family:f1", "family:f2", "family:f3", "family:f0", "family:f1"]
+    assert clusters_of(items, FAMILIES) == [c for f in issue for c in (f, "urgency:u")]  # department, then page-now
+    q = Choice("Which team?", ("billing", "security"))
+    assert clusters_of([EvalItem("t9", "s", q, 0)], FAMILIES) == ["context:t9"]  # names no family: its own context
+    with pytest.raises(ValueError, match="intervals resample whole contexts or families; got 'tickets'"):
+        clusters_of(items, "tickets")
+
+
+def test_resampling_families_draws_whole_families():
+    items, decider = _family_items(40, random.Random(2))
+    probs = probabilities(decider, items)
+    rep = model_report("m", items, probs, resample=FAMILIES)
+    right = [float(np.argmax(p) == it.label) for p, it in zip(probs, items)]
+    expected = bootstrap_mean(right, clusters_of(items, FAMILIES), resamples=RESAMPLES, seed=0)
+    assert (rep.metrics["accuracy"].lo, rep.metrics["accuracy"].hi) == pytest.approx((expected.lo, expected.hi))
+    assert rep.resampled == FAMILIES and model_report("m", items, probs).resampled == "contexts"
+    assert metrics_rows([rep])[-1] == ["rows (families resampled)", "80"]
+    assert metrics_rows([model_report("m", items, probs)])[-1][0] == "rows (contexts resampled)"
+
+
+def test_an_unknown_resampling_unit_is_refused_before_any_model_runs():
+    items, decider = _family_items(4, random.Random(3))
+    with pytest.raises(ValueError, match="got 'tickets'"):
+        evaluate({"m": decider}, items, resample="tickets")
+    assert decider.calls == 0
+    view = evaluate({"m": decider}, items, resample=FAMILIES, temperature=True)
+    assert {r.resampled for r in [*view.reports, view.references[0].raw, view.references[0].scaled]} == {FAMILIES}
+
+
+def test_the_resampling_note_says_what_was_drawn():
+    items, _ = _family_items(8, random.Random(4))
+    assert resampling_note(items, FAMILIES) == (
+        "95% intervals resample whole families: the 4 issue and 1 urgency families deciding these answers (few: wide "
+        "intervals)")
+    q = Choice("Which team?", ("billing", "security"))
+    assert resampling_note([EvalItem("t1", "s", q, 0)], FAMILIES) == (
+        "95% intervals resample whole contexts: these rows name no family")
+    assert resampling_note(items).endswith("not about families never seen (resample families for that)")
