@@ -268,11 +268,11 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
               temperature: bool, resample: str = reports.CONTEXTS):
     """Evaluate one or two models on a labelled set: errors (set, model), note, table, two figures, reference."""
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
-    view = None
+    view, resample = None, resample or reports.CONTEXTS
     try:
         items = evalsets.load_items(source, int(contexts), upload)
         if not errors:
-            view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample or reports.CONTEXTS)
+            view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample)
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
         errors[_field_of(err)] = _reason(err)
     if view is None or errors:

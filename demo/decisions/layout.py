@@ -9,8 +9,8 @@ call the same functions, including ``/score`` with System One's request and answ
 import gradio as gr
 
 from core.decision.evaluation.evalsets import NATURAL, SOURCES
-from core.decision.evaluation.reports import CONTEXTS, RESAMPLE_UNITS
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
+from core.decision.evaluation.reports import CONTEXTS, RESAMPLE_UNITS
 from demo.decisions import handlers as h
 from demo.decisions.examples import example_names
 from demo.styles import tab_style

@@ -1,10 +1,11 @@
 """Calibration reports per model: run a Decider over labelled items, then summarise.
 
 Every number comes from ``core.calibration`` (metrics, reliability bins, selective curve) and
-``core.stats`` (bootstrap intervals drawing whole contexts, or whole families); this module only arranges
-them per model, adds intervals for the metrics the core report leaves as point values (classwise ECE, NOTA rates,
-AURC), and offers temperature scaling as a clearly separate post-hoc reference: T is fitted on one
-part of the contexts and every scaled number is reported on the other part only.
+``core.stats`` (bootstrap intervals drawing whole contexts, or whole families); this module only
+arranges them per model, adds intervals for the metrics the core report leaves as point values
+(classwise ECE, NOTA rates, AURC), and offers temperature scaling as a clearly separate post-hoc
+reference: T is fitted on one part of the contexts and every scaled number is reported on the
+other part only.
 
     probs = probabilities(decider, items)
     report = model_report("rlcd", items, probs)
@@ -169,8 +170,10 @@ def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[
     labels, clusters = [it.label for it in items], clusters_of(items, resample)
     metrics = headline_metrics(probs, labels, clusters, [it.nota for it in items], seed=seed)
     metrics["classwise_ece"] = _interval(_classwise_statistic(items, probs), len(items), clusters, seed)
+    drawn = FAMILIES if any(deciding_family(it.tags) for it in items) else CONTEXTS  # what was, not what was asked
     return ModelReport(name, len(items), {k: metrics[k] for k, _ in METRICS},
-                       cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note, resample)
+                       cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note,
+                       drawn if resample == FAMILIES else CONTEXTS)
 
 
 def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:

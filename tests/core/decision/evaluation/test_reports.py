@@ -166,6 +166,8 @@ def test_resampling_families_draws_whole_families():
     expected = bootstrap_mean(right, clusters_of(items, FAMILIES), resamples=RESAMPLES, seed=0)
     assert (rep.metrics["accuracy"].lo, rep.metrics["accuracy"].hi) == pytest.approx((expected.lo, expected.hi))
     assert rep.resampled == FAMILIES and model_report("m", items, probs).resampled == "contexts"
+    plain, decider = _items(10, random.Random(5))  # no row names a family: contexts are what gets drawn
+    assert model_report("m", plain, probabilities(decider, plain), resample=FAMILIES).resampled == "contexts"
     assert metrics_rows([rep])[-1] == ["rows (families resampled)", "80"]
     assert metrics_rows([model_report("m", items, probs)])[-1][0] == "rows (contexts resampled)"
 
