@@ -150,6 +150,10 @@ def probe_means(probs: Sequence[Sequence[float]], tags: Sequence[Sequence[str]],
     return out
 
 
+OWN_CONTEXT = "context:"
+"""How a row that names no family is clustered when families are drawn: as its own context."""
+
+
 def _resample_unit(resample: str) -> str:
     if resample not in RESAMPLE_UNITS:
         raise ValueError(f"intervals resample whole {' or '.join(RESAMPLE_UNITS)}; got {resample!r}")
@@ -161,7 +165,7 @@ def clusters_of(items: Sequence[EvalItem], resample: str = CONTEXTS) -> list[str
     names no family stays its own context), the unit a claim of transfer to unseen families is about."""
     if _resample_unit(resample) == CONTEXTS:
         return [it.context_id for it in items]
-    return [deciding_family(it.tags) or f"context:{it.context_id}" for it in items]
+    return [deciding_family(it.tags) or f"{OWN_CONTEXT}{it.context_id}" for it in items]
 
 
 def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[float]], *,
@@ -170,10 +174,10 @@ def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[
     labels, clusters = [it.label for it in items], clusters_of(items, resample)
     metrics = headline_metrics(probs, labels, clusters, [it.nota for it in items], seed=seed)
     metrics["classwise_ece"] = _interval(_classwise_statistic(items, probs), len(items), clusters, seed)
-    drawn = FAMILIES if any(deciding_family(it.tags) for it in items) else CONTEXTS  # what was, not what was asked
+    families = resample == FAMILIES and any(not c.startswith(OWN_CONTEXT) for c in clusters)  # drawn, not asked
     return ModelReport(name, len(items), {k: metrics[k] for k, _ in METRICS},
                        cal.reliability_bins(probs, labels), cal.selective_curve(probs, labels), note,
-                       drawn if resample == FAMILIES else CONTEXTS)
+                       FAMILIES if families else CONTEXTS)
 
 
 def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
