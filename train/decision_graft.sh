@@ -10,6 +10,8 @@
 #   below (train/decision_graft_query.py); every stage then adapts the top two layers.
 #   TRAIN_TOP=1 (with QUERY=below): warmup and RL train the top layer only; the one below keeps the graft's write.
 #   UNTIL=rlvr: stop before the evaluation reads the test split (when a rule decides first on val).
+#   PHRASEBOOK=v2 NATURAL=runs/data/natural-v2: train on the natural tickets of phrasebook v2 (24 more training
+#   families; val and test the same files as v1's).
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}
@@ -17,14 +19,18 @@ KEYS=${3:-identity}
 RL_STEPS=${RL_STEPS:-800}
 QUERY=${QUERY:-last}
 TOP=$([ "$QUERY" = below ] && echo 2 || echo 1)
+NATURAL=${NATURAL:-runs/data/natural}
+PHRASEBOOK=${PHRASEBOOK:-v1}
 PY=${PY:-.venv/bin/python}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
-COMMON="--top_layers $TOP --train_top ${TRAIN_TOP:-0} --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
+COMMON="--top_layers $TOP --train_top ${TRAIN_TOP:-0} --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED --natural $NATURAL"
 stage synthetic runs/data/decision/manifest.json $PY -m train.decision_data --out runs/data/decision --seed "$SEED"
-stage natural runs/data/natural/manifest.json $PY -m train.decision_natural_data --out runs/data/natural --seed "$SEED"
-stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS" --query "$QUERY"
+stage natural "$NATURAL/manifest.json" $PY -m train.decision_natural_data --out "$NATURAL" --seed "$SEED" \
+  --phrasebook "$PHRASEBOOK"
+stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS" --query "$QUERY" \
+  --natural "$NATURAL"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_smollm2 --stage warmup --init "$RUNS/graft/model" \
   --out "$RUNS/warmup" --rows 3000 --steps 300 --lr 1e-4 --eval_every 25 $COMMON
 for arm in rlcd rlvr; do
@@ -34,4 +40,4 @@ done
 if [ "${UNTIL:-eval}" = rlvr ]; then echo "stopped before the evaluation (UNTIL=rlvr)"; exit 0; fi
 stage eval "$RUNS/eval.json" $PY -m train.decision_smollm2_eval \
   --arms "warmup=$RUNS/warmup/model,rlcd=$RUNS/rlcd/model,rlvr=$RUNS/rlvr/model" \
-  --synthetic_rows 600 --probe_rows 2000 --cache "$RUNS/cache" --json "$RUNS/eval.json"
+  --natural "$NATURAL" --synthetic_rows 600 --probe_rows 2000 --cache "$RUNS/cache" --json "$RUNS/eval.json"

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.data.natural import natural_contexts, split_profile
+from core.decision.data.natural import PHRASEBOOKS, natural_contexts, split_profile
 from core.decision.data.rows import DecisionRow
 from core.decision.data.store import Manifest, write_manifest, write_rows
 from core.decision.data.ticket_families import SPLITS
@@ -34,8 +34,11 @@ class NaturalDataConfig:
     tickets: dict = field(default_factory=lambda: dict(DEFAULT_TICKETS),
                           metadata={"help": "tickets per split (three rows each)"})
     profile: Path | None = field(default=None, metadata={"help": "also write each split's make-up here (JSON)"})
+    phrasebook: str = field(default="v1", metadata={"help": "issue families: v1, or v2 (24 more training families)"})
 
     def __post_init__(self):
+        if self.phrasebook not in PHRASEBOOKS:
+            raise ValueError(f"unknown phrasebook {self.phrasebook!r}; expected one of {sorted(PHRASEBOOKS)}")
         if set(self.tickets) != set(SPLITS):
             raise ValueError(f"tickets needs a count for each of {SPLITS}, got {sorted(self.tickets)}")
         if any(n < 0 for n in self.tickets.values()):
@@ -75,10 +78,10 @@ def main(config: NaturalDataConfig) -> Manifest:
     out.mkdir(parents=True, exist_ok=True)
     files, drawn = {}, {}
     for split in SPLITS:
-        drawn[split] = natural_contexts(split, config.tickets[split], config.seed)
+        drawn[split] = natural_contexts(split, config.tickets[split], config.seed, config.phrasebook)
         files[f"{split}.jsonl"] = write_rows(out / f"{split}.jsonl", [row for rows in drawn[split] for row in rows])
     manifest = Manifest(seed=config.seed, contexts={s: config.tickets[s] for s in SPLITS}, source_weights=[1.0],
-                        probe_per_kind=0, files=files)
+                        probe_per_kind=0, files=files, phrasebook=None if config.phrasebook == "v1" else config.phrasebook)
     write_manifest(out, manifest)
     if config.profile is not None:
         write_profile(config, drawn)
@@ -88,7 +91,7 @@ def main(config: NaturalDataConfig) -> Manifest:
 def write_profile(config: NaturalDataConfig, drawn: dict[str, list[list[DecisionRow]]]) -> None:
     """Each split's make-up, and the word baseline on val, test and fresh tickets of the training families."""
     # the fresh draw uses the next seed: same families and templates as train, tickets it did not hold
-    fresh = natural_contexts("train", config.tickets["test"], config.seed + 1)
+    fresh = natural_contexts("train", config.tickets["test"], config.seed + 1, config.phrasebook)
     baseline = word_baseline(drawn["train"], {"val": drawn["val"], "test": drawn["test"], "train_families_fresh": fresh})
     profile = {"seed": config.seed, "splits": {s: split_profile(drawn[s]) for s in SPLITS},
                "word_baseline": baseline}
@@ -103,9 +106,11 @@ def parse_args(argv=None) -> NaturalDataConfig:
     for split, n in DEFAULT_TICKETS.items():
         parser.add_argument(f"--{split}", type=int, default=n, help=f"tickets in the {split} split")
     parser.add_argument("--profile", type=Path, default=None, help="also write each split's make-up here (JSON)")
+    parser.add_argument("--phrasebook", default="v1", choices=sorted(PHRASEBOOKS),
+                        help="issue families: v1, or v2 (v1 plus 24 more training families; val and test unchanged)")
     args = parser.parse_args(argv)
     return NaturalDataConfig(out=args.out, seed=args.seed, tickets={s: getattr(args, s) for s in SPLITS},
-                             profile=args.profile)
+                             profile=args.profile, phrasebook=args.phrasebook)
 
 
 if __name__ == "__main__":

@@ -62,3 +62,18 @@ def test_defaults_and_refusals():
     with pytest.raises(ValueError, match=">= 4 train tickets"):
         NaturalDataConfig(tickets={"train": 3, "val": 1, "test": 1}, profile="p.json")
     assert decision_natural_data.__doc__.count("python -m train.decision_natural_data") == 1
+
+
+def test_phrasebook_v2_changes_train_only_and_the_manifest_says_so(tmp_path):
+    counts = ["--train", "12", "--val", "4", "--test", "8"]
+    v1 = main(parse_args(["--out", str(tmp_path / "v1"), *counts]))
+    v2 = main(parse_args(["--out", str(tmp_path / "v2"), "--phrasebook", "v2", *counts]))
+    assert v1.phrasebook is None and "phrasebook" not in json.loads((tmp_path / "v1" / "manifest.json").read_text())
+    assert v2.phrasebook == "v2" and read_manifest(tmp_path / "v2") == v2
+    assert v2.files["val.jsonl"] == v1.files["val.jsonl"] and v2.files["test.jsonl"] == v1.files["test.jsonl"]
+    assert v2.files["train.jsonl"].sha256 != v1.files["train.jsonl"].sha256
+    assert read_partition(tmp_path / "v2", "train") == [r for c in natural_contexts("train", 12, 0, "v2") for r in c]
+    with pytest.raises(SystemExit):
+        parse_args(["--phrasebook", "v3"])
+    with pytest.raises(ValueError, match="unknown phrasebook 'v3'"):
+        NaturalDataConfig(phrasebook="v3")

@@ -6,6 +6,8 @@ urgency phrase that fixes the priority, and optional greeting, company context a
 seeded typos. The three questions are triage's (department choice of all four, no "none of the
 above"; priority score; page-now noul, true iff P1/P0 with no noise), so every posterior is exact:
 one-hot, or 0.5/0.5 on an ambiguous department. Families are split-disjoint (``ticket_families``).
+A phrasebook names the issue families drawn from: v1 (the first 36), v2 (v1 plus 24 more training
+families, ``more_ticket_families``); both draw val and test from v1's families alone, identically.
 
     natural_contexts("test", 400, seed=0)  # -> 400 tickets, three DecisionRows each
 """
@@ -15,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES
 from core.decision.data.rows import NOUL_OPTIONS, DecisionRow, one_hot
 from core.decision.data.ticket_families import (
     COMPANY_CONTEXT, DEPARTMENT_KEYWORDS, GREETINGS, ISSUE_FAMILIES, SIGNOFFS, SLOT_VALUES, SPLITS,
@@ -23,6 +26,8 @@ from core.decision.data.ticket_families import (
 from core.decision.data.triage import DEPARTMENTS, PRIORITIES, Q_DEPARTMENT, Q_PAGE, Q_PRIORITY
 
 SOURCE = "natural"
+PHRASEBOOKS: dict[str, list[Family]] = {"v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES}
+"""Issue families per phrasebook (urgency families are the same in both)."""
 P_AMBIGUOUS = 0.2
 P_TYPOS = 0.3
 """Share of tickets passed through ``add_typos``."""
@@ -123,13 +128,13 @@ def _compose(issues: list[str], urgency: str, rng: random.Random) -> str:
 
 
 def draw_natural_ticket(rng: random.Random, ticket_id: str, split: str, department: str,
-                        priority: str) -> NaturalTicket:
+                        priority: str, issue_table: Sequence[Family] = ISSUE_FAMILIES) -> NaturalTicket:
     """Draw one ticket of ``split`` whose (primary) department and priority are given.
 
     With p ``P_AMBIGUOUS`` a second issue from another department (uniform) is described and the
-    label is drawn 0.5/0.5 between the two departments.
+    label is drawn 0.5/0.5 between the two departments. ``issue_table``: the phrasebook's issue families.
     """
-    issue_pool = families_in(split, ISSUE_FAMILIES)
+    issue_pool = families_in(split, list(issue_table))
     families = [rng.choice([f for f in issue_pool if f.label == department])]
     label = department
     if rng.random() < P_AMBIGUOUS:
@@ -196,8 +201,8 @@ def family_counts(tag_lists: Iterable[Sequence[str]]) -> dict[str, int]:
     return {kind: len(names) for kind, names in found.items()}
 
 
-def natural_contexts(split: str, n: int, seed: int) -> list[list[DecisionRow]]:
-    """``n`` natural tickets of ``split`` (three rows each), deterministic in (split, n, seed).
+def natural_contexts(split: str, n: int, seed: int, phrasebook: str = "v1") -> list[list[DecisionRow]]:
+    """``n`` natural tickets of ``split`` (three rows each), deterministic in (split, n, seed, phrasebook).
 
     Each split draws from its own stream (``natural/{seed}/{split}``) and its own families; the
     first ``k`` tickets do not depend on ``n``. Departments and priorities are balanced in blocks
@@ -207,6 +212,8 @@ def natural_contexts(split: str, n: int, seed: int) -> list[list[DecisionRow]]:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
+    if phrasebook not in PHRASEBOOKS:
+        raise ValueError(f"unknown phrasebook {phrasebook!r}; expected one of {sorted(PHRASEBOOKS)}")
     rng = random.Random(f"natural/{seed}/{split}")
     contexts: list[list[DecisionRow]] = []
     departments: list[str] = []
@@ -214,7 +221,8 @@ def natural_contexts(split: str, n: int, seed: int) -> list[list[DecisionRow]]:
     for i in range(n):
         if i % 4 == 0:
             departments, priorities = rng.sample(DEPARTMENTS, 4), rng.sample(PRIORITIES, 4)
-        ticket = draw_natural_ticket(rng, f"{split}-{seed}-{i}", split, departments[i % 4], priorities[i % 4])
+        ticket = draw_natural_ticket(rng, f"{split}-{seed}-{i}", split, departments[i % 4], priorities[i % 4],
+                                     PHRASEBOOKS[phrasebook])
         contexts.append(natural_rows(ticket, rng))
     return contexts
 

@@ -45,6 +45,8 @@ class Manifest(BaseModel):
     probe_per_kind: int
     files: dict[str, FileEntry]
     """File name (e.g. ``test.jsonl``) -> its entry."""
+    phrasebook: str | None = None
+    """The natural tickets' phrasebook when not v1 (absent: v1, and every manifest before phrasebooks)."""
 
 
 def sha256_file(path: Path) -> str:
@@ -98,4 +100,4 @@ def read_partition(data_dir: Path, name: str, verify: bool = True) -> list[Decis
 
 def write_manifest(data_dir: Path, manifest: Manifest) -> None:
     """Write the manifest beside the data files."""
-    (Path(data_dir) / MANIFEST).write_text(json.dumps(manifest.model_dump(), indent=2) + "\n")
+    (Path(data_dir) / MANIFEST).write_text(json.dumps(manifest.model_dump(exclude_none=True), indent=2) + "\n")

@@ -25,12 +25,12 @@ class Family:
     templates: tuple[str, ...]
 
 
-def _families(label: str, table: dict[str, tuple[str, list[str]]]) -> list[Family]:
+def families_of(label: str, table: dict[str, tuple[str, list[str]]]) -> list[Family]:
     return [Family(name, label, split, tuple(templates)) for name, (split, templates) in table.items()]
 
 
 ISSUE_FAMILIES: list[Family] = [
-    *_families("BILLING", {
+    *families_of("BILLING", {
         "double_charge": ("train", [
             "My card got hit twice for the same month, {amount} each time.",
             "I see the same {amount} twice on my bank statement for one subscription.",
@@ -76,7 +76,7 @@ ISSUE_FAMILIES: list[Family] = [
             "The coupon from your newsletter says it was accepted but the total didn't go down.",
             "The discount code never made it onto our invoice."]),
     }),
-    *_families("INFRASTRUCTURE", {
+    *families_of("INFRASTRUCTURE", {
         "site_down": ("train", [
             "Our site just shows a blank white page for everyone.",
             "The app won't load at all, it just spins and spins.",
@@ -121,7 +121,7 @@ ISSUE_FAMILIES: list[Family] = [
             "Webhooks from your side stopped reaching our endpoint around {day}.",
             "Your servers are unreachable from our office network only."]),
     }),
-    *_families("SECURITY", {
+    *families_of("SECURITY", {
         "suspicious_signin": ("train", [
             "Someone signed in to my account from a country I've never been to.",
             "I got an alert about a sign-in from a device I don't own.",
@@ -167,7 +167,7 @@ ISSUE_FAMILIES: list[Family] = [
             "A contractor whose contract ended in {month} can still open everything.",
             "Security concern: an ex-employee still has admin rights."]),
     }),
-    *_families("PRODUCT_SUPPORT", {
+    *families_of("PRODUCT_SUPPORT", {
         "find_export": ("train", [
             "Where did the button to download everything as a spreadsheet go?",
             "I can't figure out how to get my data out as a CSV.",
@@ -216,7 +216,7 @@ ISSUE_FAMILIES: list[Family] = [
 ]
 
 URGENCY_FAMILIES: list[Family] = [
-    *_families("P3_LOW", {
+    *families_of("P3_LOW", {
         "curious": ("train", ["No rush, just curious.", "Not urgent at all, just wondering.",
                               "Just curious when someone gets a chance."]),
         "whenever": ("train", ["Whenever someone has a moment is fine.", "Get to it whenever, honestly.",
@@ -228,7 +228,7 @@ URGENCY_FAMILIES: list[Family] = [
         "fyi": ("test", ["Mostly flagging it so you know.", "Just an FYI, nothing depends on it.",
                          "Not blocking anything on our end, just letting you know."]),
     }),
-    *_families("P2_NORMAL", {
+    *families_of("P2_NORMAL", {
         "this_week": ("train", ["Would be good to sort this out this week.", "Ideally fixed in the next few days.",
                                 "Hoping for a fix within the week."]),
         "some_people": ("train", ["A handful of our people have noticed.", "A couple of colleagues hit it too.",
@@ -241,7 +241,7 @@ URGENCY_FAMILIES: list[Family] = [
                                 "I asked last week too, could someone follow up?",
                                 "Still waiting on an answer from my earlier note, nothing dramatic."]),
     }),
-    *_families("P1_HIGH", {
+    *families_of("P1_HIGH", {
         "team_blocked": ("train", ["This is blocking my whole team today.",
                                    "Half the office can't do their work until this is fixed.",
                                    "My team is stuck until this gets sorted."]),
@@ -256,7 +256,7 @@ URGENCY_FAMILIES: list[Family] = [
                                "Our director wants this fixed before end of day.",
                                "This got escalated internally, we need an answer within hours."]),
     }),
-    *_families("P0_CRITICAL", {
+    *families_of("P0_CRITICAL", {
         "no_orders": ("train", ["We can't take orders at all right now.", "Nobody can check out on our store.",
                                 "Sales have completely stopped because of this."]),
         "total_stop": ("train", ["Nothing works for anyone, it's a full stop.",

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES
 from core.decision.data.natural import (
-    P_AMBIGUOUS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
+    PHRASEBOOKS, P_AMBIGUOUS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
     has_department_keyword, natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
@@ -68,6 +69,24 @@ def test_no_family_name_or_template_is_shared_between_splits():
                 if a < b:
                     assert not {t for f in families_in(a, table) for t in f.templates} & \
                         {t for f in families_in(b, table) for t in f.templates}
+
+
+def test_phrasebook_v2_adds_six_training_families_a_department_and_leaves_val_and_test_alone():
+    assert PHRASEBOOKS["v1"] == ISSUE_FAMILIES and PHRASEBOOKS["v2"] == ISSUE_FAMILIES + MORE_ISSUE_FAMILIES
+    for department in DEPARTMENTS:
+        more = [f for f in MORE_ISSUE_FAMILIES if f.label == department]
+        assert len(more) == 6 and {f.split for f in more} == {"train"} and all(len(f.templates) >= 4 for f in more)
+    names = [f.name for f in PHRASEBOOKS["v2"]]
+    templates = [t for f in PHRASEBOOKS["v2"] for t in f.templates]
+    assert len(names) == len(set(names)) and len(templates) == len(set(templates))
+    for split in ("val", "test"):
+        assert natural_contexts(split, 60, 0, "v2") == natural_contexts(split, 60, 0)
+    v2 = natural_contexts("train", N, 0, "v2")
+    used = {t.split(":", 1)[1] for rows in v2 for t in rows[0].tags if t.startswith("family:")}
+    assert used == {f.name for f in families_in("train", PHRASEBOOKS["v2"])}  # all 48, the new 24 among them
+    assert v2 != natural_contexts("train", N, 0)
+    with pytest.raises(ValueError, match="unknown phrasebook 'v0'"):
+        natural_contexts("train", 3, 0, "v0")
 
 
 def test_drawn_tickets_use_only_their_own_splits_families(drawn):

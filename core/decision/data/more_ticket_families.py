@@ -1,0 +1,143 @@
+"""Phrasebook v2's extra issue families: six more per department, all of them training families.
+
+Why: a readout of the frozen base's states, fitted on k training families per department, still read unseen
+families better at k = 6 than at k = 5 (results/smollm2_decision/families/family_curve_probe.log), so the six
+families of phrasebook v1 under-describe each department. These were written in session 26 to describe
+problems none of the val or test families describe (no unrecognised fee, discount, restore, regional outage,
+data shown to the wrong customer, stale admin, import or report mismatch; no tax receipt, undelivered email,
+lost second factor or notification setting), so the held-out splits stay a transfer test. Val and test are
+drawn from v1's families alone in both phrasebooks, byte for byte (``natural_contexts``).
+"""
+
+from core.decision.data.ticket_families import Family, families_of
+
+MORE_ISSUE_FAMILIES: list[Family] = [
+    *families_of("BILLING", {
+        "wrong_currency": ("train", [
+            "We're based in Canada but every month you take the money in US dollars.",
+            "Our plan was quoted in euros and the statement came out in pounds.",
+            "Is there a way to be charged in our own currency? The conversion fees add up.",
+            "My bank added a foreign transaction fee because you bill us from abroad."]),
+        "unused_seats": ("train", [
+            "We went from {count} users down to a handful halfway through {month}; do we get anything back for the rest?",
+            "We removed several people from the team last week, but we're still paying for all of them.",
+            "Can the unused part of the year be credited to us after we scaled down?",
+            "Half our licences sit empty since the restructure and the amount hasn't changed."]),
+        "trial_converted": ("train", [
+            "The free trial turned into a paid plan without anyone warning us.",
+            "Nobody told me the trial would start costing {amount} after two weeks.",
+            "I only wanted to test it out and now there's a subscription running in my name.",
+            "The trial ended {day} and we were moved onto the yearly plan automatically."]),
+        "change_card": ("train", [
+            "Our company card expires next month; where do I put the new one?",
+            "I need the monthly amount to come off a different card from now on.",
+            "Can we pay by bank transfer instead of a credit card?",
+            "The card on file belongs to someone who left, we want to switch it to mine."]),
+        "purchase_order": ("train", [
+            "Our finance team can only pay against a purchase order with net-30 terms.",
+            "Procurement needs a formal quote before they'll approve the {amount}.",
+            "Can you send a quote for {count} more seats so our finance people can sign it off?",
+            "We need a W-9 and your bank details to set you up as a supplier."]),
+        "paid_but_reminded": ("train", [
+            "Your reminder says we owe {amount} but we paid it on {day}.",
+            "We keep getting dunning emails for an amount that already left our account.",
+            "The account shows a balance due even though the transfer cleared last week.",
+            "Got a final notice for {month} and I have the bank confirmation right here."]),
+    }),
+    *families_of("INFRASTRUCTURE", {
+        "certificate_expired": ("train", [
+            "Visitors get a 'your connection is not private' warning on our site since {day}.",
+            "Chrome is blocking our page and says the certificate has expired.",
+            "The padlock is gone from our address bar and customers think we've been compromised.",
+            "Our HTTPS stopped working overnight, browsers refuse to open the page."]),
+        "webhooks_not_firing": ("train", [
+            "Our endpoint hasn't received a single webhook call from you since {day}.",
+            "Events that used to reach our system within seconds now show up hours late or never.",
+            "The callbacks to our server stopped arriving, nothing changed on our side.",
+            "Your platform says the hook was sent, but our logs show nothing coming in."]),
+        "api_errors": ("train", [
+            "Roughly one in {count} API calls comes back with a 503.",
+            "The API keeps answering 'service unavailable' during our busiest hours.",
+            "Our integration fails at random with gateway timeouts from your side.",
+            "Since {day} calls to your endpoints either hang or return server errors."]),
+        "uploads_hang": ("train", [
+            "Large files get to 99% and then the upload just sits there forever.",
+            "Any attachment over a few megabytes fails to upload with a network error.",
+            "Uploading our product photos has been stuck for everyone since {day}.",
+            "The progress bar freezes halfway on every upload and then times out."]),
+        "jobs_did_not_run": ("train", [
+            "The nightly sync didn't run last night and nothing from yesterday came across.",
+            "Our scheduled exports stopped firing at 2am like they always did.",
+            "The recurring import job shows as 'queued' since {day} and never starts.",
+            "None of the automated jobs have run for {count} days now."]),
+        "keeps_disconnecting": ("train", [
+            "The app drops its connection every few minutes and we have to reload.",
+            "Live updates keep cutting out, the page says 'reconnecting' all the time.",
+            "Our agents get kicked out of the live view several times an hour.",
+            "The connection to your service keeps resetting in the middle of a session."]),
+    }),
+    *families_of("SECURITY", {
+        "flagged_attachment": ("train", [
+            "Our antivirus flagged a file one of your users shared with us through your platform.",
+            "A document that came through your tool set off our malware scanner.",
+            "Someone sent us a link through your site that downloads a suspicious program.",
+            "Our IT team quarantined an attachment from your system as a trojan."]),
+        "key_used_elsewhere": ("train", [
+            "Our access key is being used from addresses we don't recognise.",
+            "The usage log shows calls with our token from a country where we have no one.",
+            "Somebody is making requests with our credentials at 3am, it isn't us.",
+            "We see thousands of requests under our key that none of our systems made."]),
+        "sign_in_without_sso": ("train", [
+            "People can still get in with a plain email and code even though we enforce single sign-on.",
+            "A contractor whose directory account we disabled could still open the workspace.",
+            "Our identity provider should be the only way in, but the old login page still works.",
+            "Users are bypassing our company sign-in and we can't see who accessed what."]),
+        "vulnerability_report": ("train", [
+            "I found a way to make your comment box run scripts in other people's browsers.",
+            "I'm a researcher and I think your upload form lets anyone read files on the server.",
+            "Where can I report a flaw I found in your site responsibly?",
+            "Your password reset link can be reused after it's been clicked, that seems dangerous."]),
+        "audit_evidence": ("train", [
+            "Our auditors need your SOC 2 report and latest penetration test before {month}.",
+            "Can you fill in our vendor risk questionnaire about how you protect our data?",
+            "We need proof that you encrypt our files at rest for our ISO certification.",
+            "Compliance asks for your incident response policy and data processing agreement."]),
+        "messages_not_ours": ("train", [
+            "Our account sent messages to all our contacts that none of us wrote.",
+            "Clients are asking about a strange link we supposedly sent them from your platform.",
+            "Posts are appearing under my name that I never made.",
+            "Someone is using our workspace to send out spam to our mailing list."]),
+    }),
+    *families_of("PRODUCT_SUPPORT", {
+        "repeat_tasks": ("train", [
+            "Is there a way to make a task come back every Monday on its own?",
+            "I'd like a checklist to repeat at the start of every month without copying it.",
+            "Can reminders be set to recur, say every two weeks?",
+            "We redo the same list each week; can the tool repeat it for us?"]),
+        "read_only_share": ("train", [
+            "Can I show a board to a client so they can look but not change anything?",
+            "We want our freelancers to view the plan without editing it.",
+            "Is there a view-only link I can send to someone outside the company?",
+            "My boss wants to see progress but keeps moving cards around by accident."]),
+        "interface_language": ("train", [
+            "Everything on my screen is suddenly in German, how can I switch it back to English?",
+            "Can the menus be shown in Spanish for our team in Madrid?",
+            "My colleague's screen is in French and she can't find where to change it.",
+            "Is the app available in Portuguese? Half our staff would prefer it."]),
+        "save_as_template": ("train", [
+            "Can we save this project setup and reuse it for every new client?",
+            "I keep building the same board from scratch, is there a template option?",
+            "Is it possible to copy a whole workspace's structure without its contents?",
+            "We'd like a starting layout that every new team gets automatically."]),
+        "calendar_view": ("train", [
+            "Is there a way to see all our deadlines on a calendar instead of a list?",
+            "Can due dates show up in Google Calendar or Outlook?",
+            "I'd love a timeline view so I can see which weeks are overloaded.",
+            "Where can I see everything that's due this month at a glance?"]),
+        "bulk_change": ("train", [
+            "I need to move {count} items to another status at once, not one by one.",
+            "Can I change the owner of all of a person's tasks in one go?",
+            "Is there a way to tag a whole selection of records at the same time?",
+            "Clicking through hundreds of entries to archive them is killing me, any shortcut?"]),
+    }),
+]
