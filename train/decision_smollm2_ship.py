@@ -82,8 +82,8 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         "each stage continues from the one before through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
         f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "
-        "see training_log.jsonl). Data: runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural "
-        "--seed 0`) and runs/data/decision (`python -m train.decision_data --out runs/data/decision --seed 0`), "
+        f"see training_log.jsonl). Data: {natural_data(cfg)} and runs/data/decision (`python -m train.decision_data "
+        "--out runs/data/decision --seed 0`), "
         f"{cfg['natural_share']:.0%} natural rows.", "",
         "## Measured (results/decision_smollm2_eval.json; 95% intervals over tickets)", "",
         "| rows | accuracy [95%] | ECE | department | page-now |", "|---|---|---|---|---|",
@@ -95,6 +95,15 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         + "; ".join(f"{r['step']}: {r['accuracy']:.3f} / {r['ece']:.3f} / {r['mean_confidence']:.3f}" for r in curve),
         "", *softening_section(read_adapter_card(dest)),
     ])
+
+
+def natural_data(cfg: dict) -> str:
+    """The natural tickets a run trained on and the command that builds them (its phrasebook read off the manifest)."""
+    natural = cfg.get("natural", "runs/data/natural")
+    manifest = Path(natural) / "manifest.json"
+    phrasebook = json.loads(manifest.read_text()).get("phrasebook") if manifest.is_file() else None
+    book = f" --phrasebook {phrasebook}" if phrasebook else ""
+    return f"{natural} (`python -m train.decision_natural_data --out {natural} --seed 0{book}`)"
 
 
 def softening_section(card) -> list[str]:

@@ -126,6 +126,7 @@ def test_eval_and_ship_over_tiny_arms(tiny_base, natural_data, tmp_path):
                                         checkpoints=str(tmp_path / "ck"), arms="rlcd"))
     card = (shipped[0] / "README.md").read_text()
     assert "--stage rlcd" in card and "natural held-out tickets" in card and "rank 2" in card and (shipped[0] / "training_log.jsonl").is_file()
+    assert f"Data: {natural_data} (`python -m train.decision_natural_data --out {natural_data} --seed 0`)" in card
     assert load_adapter_decider(shipped[0]).decide(row.state, [Choice(row.question, row.options)])[0].probs == answer.probs
 
 
@@ -170,3 +171,13 @@ def test_warmup_and_rl_pools_hold_different_natural_tickets(natural_data):
     config = SmolConfig(natural=str(natural_data), natural_share=1.0, rows=30, init="arm")
     warm, rl = pool(config, "train", 30), pool(config, "rl", 30)
     assert len(rl) == 30 and not {r.context_id for r in warm} & {r.context_id for r in rl}
+
+
+def test_a_card_names_the_phrasebook_its_natural_tickets_were_drawn_from(tmp_path):
+    from train.decision_natural_data import NaturalDataConfig, main as build
+    from train.decision_smollm2_ship import natural_data
+
+    build(NaturalDataConfig(out=tmp_path / "v2", tickets={"train": 4, "val": 1, "test": 1}, phrasebook="v2"))
+    assert natural_data({"natural": str(tmp_path / "v2")}) == \
+        f"{tmp_path / 'v2'} (`python -m train.decision_natural_data --out {tmp_path / 'v2'} --seed 0 --phrasebook v2`)"
+    assert natural_data({}) == "runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural --seed 0`)"
