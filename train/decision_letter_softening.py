@@ -170,6 +170,7 @@ def main(config: LetterSofteningConfig) -> dict:
             fit = {"a": ab[0], "b": ab[1], "fit": chosen, "fitted_on": "warmup" if chosen == "shared" else arm,
                    "layer": config.layer, "nearest": NEAREST, "soften_at": SOFTEN_AT, "neighbours": len(reference),
                    "reference": "the distinct states of the warmup's training pool", "fit_rows": len(val),
+                   **({"report": config.json} if config.json else {}),
                    "command": "python -m train.decision_letter_softening "
                               + " ".join(f"--{k} {v}" for k, v in dataclasses.asdict(config).items() if k != "json")}
             soft = Softening.of_states(config.layer, torch.stack([means[s] for s in reference]), ab,

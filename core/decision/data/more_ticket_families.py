@@ -2,11 +2,13 @@
 
 Why: a readout of the frozen base's states, fitted on k training families per department, still read unseen
 families better at k = 6 than at k = 5 (results/smollm2_decision/families/family_curve_probe.log), so the six
-families of phrasebook v1 under-describe each department. These were written in session 26 to describe
-problems none of the val or test families describe (no unrecognised fee, discount, restore, regional outage,
-data shown to the wrong customer, stale admin, import or report mismatch; no tax receipt, undelivered email,
-lost second factor or notification setting), so the held-out splits stay a transfer test. Val and test are
-drawn from v1's families alone in both phrasebooks, byte for byte (``natural_contexts``).
+families of phrasebook v1 may under-describe each department. Each family describes a problem that no val or test
+family describes (no unrecognised or unannounced charge, discount, nightly copy or restore, reachability or
+undelivered webhook, data shown to the wrong people, lingering or self-granted access, import or report mismatch;
+no tax receipt, undelivered email, lost second factor or notification setting), so the held-out splits stay a
+transfer test. Session 26's first draft broke that in three places (a webhook family, a nightly job that did not
+run, a contractor who could still get in: results/smollm2_decision/families/rule.md, "Withdrawn"); this is the
+mended table. Val and test are drawn from v1's families alone in both phrasebooks, byte for byte.
 """
 
 from core.decision.data.ticket_families import Family, families_of
@@ -23,11 +25,11 @@ MORE_ISSUE_FAMILIES: list[Family] = [
             "We removed several people from the team last week, but we're still paying for all of them.",
             "Can the unused part of the year be credited to us after we scaled down?",
             "Half our licences sit empty since the restructure and the amount hasn't changed."]),
-        "trial_converted": ("train", [
-            "The free trial turned into a paid plan without anyone warning us.",
-            "Nobody told me the trial would start costing {amount} after two weeks.",
-            "I only wanted to test it out and now there's a subscription running in my name.",
-            "The trial ended {day} and we were moved onto the yearly plan automatically."]),
+        "billing_cycle": ("train", [
+            "Can we switch from paying every month to paying once a year?",
+            "We'd like all our workspaces on one statement instead of three separate ones.",
+            "Is it possible to move our renewal date to the first of the month?",
+            "Our budget year starts in {month}; can the plan renew then instead?"]),
         "change_card": ("train", [
             "Our company card expires next month; where do I put the new one?",
             "I need the monthly amount to come off a different card from now on.",
@@ -50,26 +52,26 @@ MORE_ISSUE_FAMILIES: list[Family] = [
             "Chrome is blocking our page and says the certificate has expired.",
             "The padlock is gone from our address bar and customers think we've been compromised.",
             "Our HTTPS stopped working overnight, browsers refuse to open the page."]),
-        "webhooks_not_firing": ("train", [
-            "Our endpoint hasn't received a single webhook call from you since {day}.",
-            "Events that used to reach our system within seconds now show up hours late or never.",
-            "The callbacks to our server stopped arriving, nothing changed on our side.",
-            "Your platform says the hook was sent, but our logs show nothing coming in."]),
+        "memory_crashes": ("train", [
+            "Our workers keep crashing with out-of-memory errors since {day}.",
+            "The instance restarts itself every hour and the log just says it was killed.",
+            "Memory use climbs all day until the whole thing falls over at night.",
+            "Since the last update our containers run out of memory under normal traffic."]),
         "api_errors": ("train", [
             "Roughly one in {count} API calls comes back with a 503.",
             "The API keeps answering 'service unavailable' during our busiest hours.",
             "Our integration fails at random with gateway timeouts from your side.",
-            "Since {day} calls to your endpoints either hang or return server errors."]),
+            "Since {day} about a third of our API requests fail with an internal error."]),
         "uploads_hang": ("train", [
             "Large files get to 99% and then the upload just sits there forever.",
             "Any attachment over a few megabytes fails to upload with a network error.",
             "Uploading our product photos has been stuck for everyone since {day}.",
             "The progress bar freezes halfway on every upload and then times out."]),
-        "jobs_did_not_run": ("train", [
-            "The nightly sync didn't run last night and nothing from yesterday came across.",
-            "Our scheduled exports stopped firing at 2am like they always did.",
-            "The recurring import job shows as 'queued' since {day} and never starts.",
-            "None of the automated jobs have run for {count} days now."]),
+        "wrong_timestamps": ("train", [
+            "Every timestamp your system records for us is off by exactly {count} hours.",
+            "Since the clocks changed, events are logged an hour in the future.",
+            "Times in our audit trail jump backwards now and then, which breaks our sorting.",
+            "The server time you report drifts several minutes from the real time."]),
         "keeps_disconnecting": ("train", [
             "The app drops its connection every few minutes and we have to reload.",
             "Live updates keep cutting out, the page says 'reconnecting' all the time.",
@@ -89,12 +91,12 @@ MORE_ISSUE_FAMILIES: list[Family] = [
             "We see thousands of requests under our key that none of our systems made."]),
         "sign_in_without_sso": ("train", [
             "People can still get in with a plain email and code even though we enforce single sign-on.",
-            "A contractor whose directory account we disabled could still open the workspace.",
+            "The SSO enforcement switch is on, yet the mobile app still accepts a plain password.",
             "Our identity provider should be the only way in, but the old login page still works.",
             "Users are bypassing our company sign-in and we can't see who accessed what."]),
         "vulnerability_report": ("train", [
             "I found a way to make your comment box run scripts in other people's browsers.",
-            "I'm a researcher and I think your upload form lets anyone read files on the server.",
+            "I'm a researcher and I think your upload form accepts files that can run code on your servers.",
             "Where can I report a flaw I found in your site responsibly?",
             "Your password reset link can be reused after it's been clicked, that seems dangerous."]),
         "audit_evidence": ("train", [
