@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.data.natural import PHRASEBOOKS, natural_contexts, split_profile
+from core.decision.data.natural import PHRASEBOOKS, natural_contexts, phrasebook_families, split_profile
 from core.decision.data.rows import DecisionRow
 from core.decision.data.store import Manifest, write_manifest, write_rows
 from core.decision.data.ticket_families import SPLITS
@@ -37,8 +37,7 @@ class NaturalDataConfig:
     phrasebook: str = field(default="v1", metadata={"help": "issue families: v1, or v2 (24 more training families)"})
 
     def __post_init__(self):
-        if self.phrasebook not in PHRASEBOOKS:
-            raise ValueError(f"unknown phrasebook {self.phrasebook!r}; expected one of {sorted(PHRASEBOOKS)}")
+        phrasebook_families(self.phrasebook)  # refuses an unknown one before anything is drawn
         if set(self.tickets) != set(SPLITS):
             raise ValueError(f"tickets needs a count for each of {SPLITS}, got {sorted(self.tickets)}")
         if any(n < 0 for n in self.tickets.values()):

@@ -28,6 +28,15 @@ from core.decision.data.triage import DEPARTMENTS, PRIORITIES, Q_DEPARTMENT, Q_P
 SOURCE = "natural"
 PHRASEBOOKS: dict[str, list[Family]] = {"v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES}
 """Issue families per phrasebook (urgency families are the same in both)."""
+
+
+def phrasebook_families(phrasebook: str) -> list[Family]:
+    """A phrasebook's issue families, or a ValueError naming the phrasebooks there are."""
+    if phrasebook not in PHRASEBOOKS:
+        raise ValueError(f"unknown phrasebook {phrasebook!r}; expected one of {sorted(PHRASEBOOKS)}")
+    return PHRASEBOOKS[phrasebook]
+
+
 P_AMBIGUOUS = 0.2
 P_TYPOS = 0.3
 """Share of tickets passed through ``add_typos``."""
@@ -212,8 +221,7 @@ def natural_contexts(split: str, n: int, seed: int, phrasebook: str = "v1") -> l
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    if phrasebook not in PHRASEBOOKS:
-        raise ValueError(f"unknown phrasebook {phrasebook!r}; expected one of {sorted(PHRASEBOOKS)}")
+    issue_table = phrasebook_families(phrasebook)
     rng = random.Random(f"natural/{seed}/{split}")
     contexts: list[list[DecisionRow]] = []
     departments: list[str] = []
@@ -222,7 +230,7 @@ def natural_contexts(split: str, n: int, seed: int, phrasebook: str = "v1") -> l
         if i % 4 == 0:
             departments, priorities = rng.sample(DEPARTMENTS, 4), rng.sample(PRIORITIES, 4)
         ticket = draw_natural_ticket(rng, f"{split}-{seed}-{i}", split, departments[i % 4], priorities[i % 4],
-                                     PHRASEBOOKS[phrasebook])
+                                     issue_table)
         contexts.append(natural_rows(ticket, rng))
     return contexts
 
