@@ -12,6 +12,8 @@
 #   UNTIL=rlvr: stop before the evaluation reads the test split (when a rule decides first on val).
 #   PHRASEBOOK=v2 NATURAL=runs/data/natural-v2: train on the natural tickets of phrasebook v2 (24 more training
 #   families; val and test the same files as v1's).
+#   RL_PHRASEBOOK=extra RL_NATURAL=runs/data/natural-extra: the RL stages read tickets of other training families
+#   than the warmup's (default: the warmup's), so RL prices the arm where it has not learnt the families.
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}
@@ -21,21 +23,28 @@ QUERY=${QUERY:-last}
 TOP=$([ "$QUERY" = below ] && echo 2 || echo 1)
 NATURAL=${NATURAL:-runs/data/natural}
 PHRASEBOOK=${PHRASEBOOK:-v1}
+RL_NATURAL=${RL_NATURAL:-$NATURAL}
+RL_PHRASEBOOK=${RL_PHRASEBOOK:-$PHRASEBOOK}
 PY=${PY:-.venv/bin/python}
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
-COMMON="--top_layers $TOP --train_top ${TRAIN_TOP:-0} --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED --natural $NATURAL"
+COMMON="--top_layers $TOP --train_top ${TRAIN_TOP:-0} --natural_share 0.6 --drill_share 0 --val_rows 300 --batch 32 --threads 2 --seed $SEED"
 stage synthetic runs/data/decision/manifest.json $PY -m train.decision_data --out runs/data/decision --seed "$SEED"
 stage natural "$NATURAL/manifest.json" $PY -m train.decision_natural_data --out "$NATURAL" --seed "$SEED" \
   --phrasebook "$PHRASEBOOK"
+if [ "$RL_NATURAL" != "$NATURAL" ]; then
+  stage rl_natural "$RL_NATURAL/manifest.json" $PY -m train.decision_natural_data --out "$RL_NATURAL" --seed "$SEED" \
+    --phrasebook "$RL_PHRASEBOOK"
+fi
 stage graft "$RUNS/graft/model" $PY -m train.decision_graft --out "$RUNS/graft" --seed "$SEED" --keys "$KEYS" --query "$QUERY" \
   --natural "$NATURAL"
 stage warmup "$RUNS/warmup/model" $PY -m train.decision_smollm2 --stage warmup --init "$RUNS/graft/model" \
-  --out "$RUNS/warmup" --rows 3000 --steps 300 --lr 1e-4 --eval_every 25 $COMMON
+  --out "$RUNS/warmup" --rows 3000 --steps 300 --lr 1e-4 --eval_every 25 $COMMON --natural "$NATURAL"
 for arm in rlcd rlvr; do
   stage "$arm" "$RUNS/$arm/model" $PY -m train.decision_smollm2 --stage "$arm" --init "$RUNS/warmup/model" \
-    --out "$RUNS/$arm" --rows 900 --steps "$RL_STEPS" --lr 3e-5 --eval_every 50 $COMMON --val_rows 1000
+    --out "$RUNS/$arm" --rows 900 --steps "$RL_STEPS" --lr 3e-5 --eval_every 50 $COMMON --val_rows 1000 \
+    --natural "$RL_NATURAL"
 done
 if [ "${UNTIL:-eval}" = rlvr ]; then echo "stopped before the evaluation (UNTIL=rlvr)"; exit 0; fi
 stage eval "$RUNS/eval.json" $PY -m train.decision_smollm2_eval \

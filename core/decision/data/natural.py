@@ -7,7 +7,8 @@ seeded typos. The three questions are triage's (department choice of all four, n
 above"; priority score; page-now noul, true iff P1/P0 with no noise), so every posterior is exact:
 one-hot, or 0.5/0.5 on an ambiguous department. Families are split-disjoint (``ticket_families``).
 A phrasebook names the issue families drawn from: v1 (the first 36), v2 (v1 plus 24 more training
-families, ``more_ticket_families``); both draw val and test from v1's families alone, identically.
+families, ``more_ticket_families``), extra (v2's 24 extra training families alone: tickets from families a
+v1-trained stage never read); all draw val and test from v1's families alone, identically.
 
     natural_contexts("test", 400, seed=0)  # -> 400 tickets, three DecisionRows each
 """
@@ -26,8 +27,11 @@ from core.decision.data.ticket_families import (
 from core.decision.data.triage import DEPARTMENTS, PRIORITIES, Q_DEPARTMENT, Q_PAGE, Q_PRIORITY
 
 SOURCE = "natural"
-PHRASEBOOKS: dict[str, list[Family]] = {"v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES}
-"""Issue families per phrasebook (urgency families are the same in both)."""
+PHRASEBOOKS: dict[str, list[Family]] = {
+    "v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES,
+    "extra": [f for f in ISSUE_FAMILIES if f.split != "train"] + MORE_ISSUE_FAMILIES,
+}
+"""Issue families per phrasebook (urgency families are the same in all)."""
 
 
 def phrasebook_families(phrasebook: str) -> list[Family]:

@@ -89,6 +89,15 @@ def test_phrasebook_v2_adds_six_training_families_a_department_and_leaves_val_an
         natural_contexts("train", 3, 0, "v0")
 
 
+def test_phrasebook_extra_trains_on_v2s_extra_families_alone():
+    assert {f.name for f in families_in("train", PHRASEBOOKS["extra"])} == {f.name for f in MORE_ISSUE_FAMILIES}
+    for split in ("val", "test"):
+        assert natural_contexts(split, 60, 0, "extra") == natural_contexts(split, 60, 0)
+    extra = natural_contexts("train", N, 0, "extra")
+    used = {t.split(":", 1)[1] for rows in extra for t in rows[0].tags if t.startswith("family:")}
+    assert used == {f.name for f in MORE_ISSUE_FAMILIES}  # no v1 training family: a v1-trained stage never read one
+
+
 def test_drawn_tickets_use_only_their_own_splits_families(drawn):
     split_of = {f"family:{f.name}": f.split for f in ISSUE_FAMILIES}
     split_of.update({f"urgency:{f.name}": f.split for f in URGENCY_FAMILIES})
