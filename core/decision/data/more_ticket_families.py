@@ -8,7 +8,8 @@ undelivered webhook, data shown to the wrong people, lingering or self-granted a
 no tax receipt, undelivered email, lost second factor or notification setting), so the held-out splits stay a
 transfer test. Session 26's first draft broke that in three places (a webhook family, a nightly job that did not
 run, a contractor who could still get in: results/smollm2_decision/families/rule.md, "Withdrawn"); this is the
-mended table. Val and test are drawn from v1's families alone in both phrasebooks, byte for byte.
+mended table. Val and test are drawn from v1's families alone in every phrasebook, byte for byte; phrasebook
+extra draws its training tickets from these families alone (RL on families a v1 warmup never read).
 """
 
 from core.decision.data.ticket_families import Family, families_of
