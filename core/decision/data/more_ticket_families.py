@@ -1,4 +1,5 @@
-"""Phrasebook v2's extra issue families: six more per department, all of them training families.
+"""Phrasebook v2's extra issue families (six more per department) and phrasebook fresh's extra urgency families
+(three more per priority), all of them training families.
 
 Why: a readout of the frozen base's states, fitted on k training families per department, still read unseen
 families better at k = 6 than at k = 5 (results/smollm2_decision/families/family_curve_probe.log), so the six
@@ -144,3 +145,45 @@ MORE_ISSUE_FAMILIES: list[Family] = [
             "Clicking through hundreds of entries to archive them is killing me, any shortcut?"]),
     }),
 ]
+
+MORE_URGENCY_FAMILIES: list[Family] = [
+    *families_of("P3_LOW", {
+        "someday": ("train", ["It would be nice to have at some point.", "No deadline on this one at all.",
+                              "Put it on the list for later, there's no pressure."]),
+        "cosmetic": ("train", ["It's only a cosmetic thing.", "Purely a looks issue, everything still works.",
+                               "The layout is a little off but nothing is broken."]),
+        "rare": ("train", ["It has only happened once so far.", "We've seen it maybe twice this year.",
+                           "It comes up very rarely."]),
+    }),
+    *families_of("P2_NORMAL", {
+        "one_person": ("train", ["Only one person on our side is affected.",
+                                 "Just my account seems to have the problem.", "It's only me, as far as I can tell."]),
+        "slower": ("train", ["Our work is slower because of it, though nothing has stopped.",
+                             "It's costing us an hour or so a day.",
+                             "Things take longer than they should, but they get done."]),
+        "recurring": ("train", ["It keeps coming back every few days.", "This happens on and off all week.",
+                                "It's intermittent, but it's been going on for a while."]),
+    }),
+    *families_of("P1_HIGH", {
+        "key_account": ("train", ["Our biggest client is affected and has noticed.",
+                                  "One of our key accounts can't use it and is unhappy.",
+                                  "A major customer is threatening to cancel over this."]),
+        "desk_stuck": ("train", ["Our whole front desk can't serve anyone.",
+                                 "One whole department can't do any of its work.", "Our sales floor is stuck."]),
+        "opening_tomorrow": ("train", ["We open registration for our event tomorrow morning; it has to work by then.",
+                                       "Our new office opens tomorrow and it needs to be running.",
+                                       "The campaign goes out first thing tomorrow, so this can't wait long."]),
+    }),
+    *families_of("P0_CRITICAL", {
+        "production_halt": ("train", ["Our production line has stopped.", "The warehouse is at a standstill.",
+                                      "Trucks are waiting at the dock and nothing can ship."]),
+        "safety": ("train", ["Someone could get hurt if this stays broken.", "This affects patient care at our clinic.",
+                             "The door locks in our building depend on this and they're failing."]),
+        "live_broadcast": ("train", ["We're live on air and it has just failed.",
+                                     "Our live stream is failing as we speak.",
+                                     "Thousands of attendees are in the hall and the screens are blank."]),
+    }),
+]
+"""Phrasebook fresh's urgency families: three more training families a priority, none of them saying what a val or
+test urgency family says (no workaround, flag or FYI, month end or next cycle, follow-up, "today please", escalation
+to a manager, emergency, everyone affected right now)."""

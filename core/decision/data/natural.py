@@ -7,8 +7,9 @@ seeded typos. The three questions are triage's (department choice of all four, n
 above"; priority score; page-now noul, true iff P1/P0 with no noise), so every posterior is exact:
 one-hot, or 0.5/0.5 on an ambiguous department. Families are split-disjoint (``ticket_families``).
 A phrasebook names the issue families drawn from: v1 (the first 36), v2 (v1 plus 24 more training
-families, ``more_ticket_families``), extra (v2's 24 extra training families alone: tickets from families a
-v1-trained stage never read); all draw val and test from v1's families alone, identically.
+families, ``more_ticket_families``), extra (v2's 24 extra training families alone: tickets from issue families a
+v1-trained stage never read), fresh (extra's issue families and 12 extra urgency families: every family deciding a
+training answer new to a v1-trained stage); all draw val and test from v1's families alone, identically.
 
     natural_contexts("test", 400, seed=0)  # -> 400 tickets, three DecisionRows each
 """
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES
 from core.decision.data.rows import NOUL_OPTIONS, DecisionRow, one_hot
 from core.decision.data.ticket_families import (
     COMPANY_CONTEXT, DEPARTMENT_KEYWORDS, GREETINGS, ISSUE_FAMILIES, SIGNOFFS, SLOT_VALUES, SPLITS,
@@ -27,11 +28,15 @@ from core.decision.data.ticket_families import (
 from core.decision.data.triage import DEPARTMENTS, PRIORITIES, Q_DEPARTMENT, Q_PAGE, Q_PRIORITY
 
 SOURCE = "natural"
+_EXTRA_ISSUES = [f for f in ISSUE_FAMILIES if f.split != "train"] + MORE_ISSUE_FAMILIES
 PHRASEBOOKS: dict[str, list[Family]] = {
-    "v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES,
-    "extra": [f for f in ISSUE_FAMILIES if f.split != "train"] + MORE_ISSUE_FAMILIES,
+    "v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES, "extra": _EXTRA_ISSUES, "fresh": _EXTRA_ISSUES,
 }
-"""Issue families per phrasebook (urgency families are the same in all)."""
+"""Issue families per phrasebook."""
+URGENCY_BOOKS: dict[str, list[Family]] = {
+    "fresh": [f for f in URGENCY_FAMILIES if f.split != "train"] + MORE_URGENCY_FAMILIES,
+}
+"""Urgency families of the phrasebooks that have their own (the others: ``URGENCY_FAMILIES``)."""
 
 
 def phrasebook_families(phrasebook: str) -> list[Family]:
@@ -140,12 +145,13 @@ def _compose(issues: list[str], urgency: str, rng: random.Random) -> str:
     return text
 
 
-def draw_natural_ticket(rng: random.Random, ticket_id: str, split: str, department: str,
-                        priority: str, issue_table: Sequence[Family] = ISSUE_FAMILIES) -> NaturalTicket:
+def draw_natural_ticket(rng: random.Random, ticket_id: str, split: str, department: str, priority: str,
+                        issue_table: Sequence[Family] = ISSUE_FAMILIES,
+                        urgency_table: Sequence[Family] = URGENCY_FAMILIES) -> NaturalTicket:
     """Draw one ticket of ``split`` whose (primary) department and priority are given.
 
     With p ``P_AMBIGUOUS`` a second issue from another department (uniform) is described and the
-    label is drawn 0.5/0.5 between the two departments. ``issue_table``: the phrasebook's issue families.
+    label is drawn 0.5/0.5 between the two departments. ``issue_table``, ``urgency_table``: the phrasebook's.
     """
     issue_pool = families_in(split, list(issue_table))
     families = [rng.choice([f for f in issue_pool if f.label == department])]
@@ -155,7 +161,7 @@ def draw_natural_ticket(rng: random.Random, ticket_id: str, split: str, departme
         families.append(rng.choice([f for f in issue_pool if f.label == other]))
         rng.shuffle(families)
         label = rng.choice((department, other))
-    urgency_family = rng.choice([f for f in families_in(split, URGENCY_FAMILIES) if f.label == priority])
+    urgency_family = rng.choice([f for f in families_in(split, list(urgency_table)) if f.label == priority])
     issues = [_fill(rng.choice(f.templates), rng) for f in families]
     text = _compose(issues, rng.choice(urgency_family.templates), rng)
     if rng.random() < P_LOWERCASE:
@@ -226,6 +232,7 @@ def natural_contexts(split: str, n: int, seed: int, phrasebook: str = "v1") -> l
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     issue_table = phrasebook_families(phrasebook)
+    urgency_table = URGENCY_BOOKS.get(phrasebook, URGENCY_FAMILIES)
     rng = random.Random(f"natural/{seed}/{split}")
     contexts: list[list[DecisionRow]] = []
     departments: list[str] = []
@@ -234,7 +241,7 @@ def natural_contexts(split: str, n: int, seed: int, phrasebook: str = "v1") -> l
         if i % 4 == 0:
             departments, priorities = rng.sample(DEPARTMENTS, 4), rng.sample(PRIORITIES, 4)
         ticket = draw_natural_ticket(rng, f"{split}-{seed}-{i}", split, departments[i % 4], priorities[i % 4],
-                                     issue_table)
+                                     issue_table, urgency_table)
         contexts.append(natural_rows(ticket, rng))
     return contexts
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES
 from core.decision.data.natural import (
-    PHRASEBOOKS, P_AMBIGUOUS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
+    PHRASEBOOKS, P_AMBIGUOUS, URGENCY_BOOKS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
     has_department_keyword, natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
@@ -96,6 +96,21 @@ def test_phrasebook_extra_trains_on_v2s_extra_families_alone():
     extra = natural_contexts("train", N, 0, "extra")
     used = {t.split(":", 1)[1] for rows in extra for t in rows[0].tags if t.startswith("family:")}
     assert used == {f.name for f in MORE_ISSUE_FAMILIES}  # no v1 training family: a v1-trained stage never read one
+
+
+def test_phrasebook_fresh_draws_training_answers_from_families_a_v1_stage_never_read():
+    v1_train = {f.name for f in families_in("train", ISSUE_FAMILIES + URGENCY_FAMILIES)}
+    urgency = families_in("train", URGENCY_BOOKS["fresh"])
+    assert {f.name for f in urgency} == {f.name for f in MORE_URGENCY_FAMILIES}
+    for priority in PRIORITIES:
+        assert sum(f.label == priority for f in urgency) == 3
+    held_out = {t for f in URGENCY_FAMILIES if f.split != "train" for t in f.templates}
+    assert not held_out & {t for f in MORE_URGENCY_FAMILIES for t in f.templates}
+    for split in ("val", "test"):
+        assert natural_contexts(split, 60, 0, "fresh") == natural_contexts(split, 60, 0)
+    fresh = natural_contexts("train", N, 0, "fresh")
+    used = {t.split(":", 1)[1] for rows in fresh for t in rows[0].tags if t.startswith(("family:", "urgency:"))}
+    assert used == {f.name for f in MORE_ISSUE_FAMILIES + MORE_URGENCY_FAMILIES} and not used & v1_train
 
 
 def test_drawn_tickets_use_only_their_own_splits_families(drawn):
