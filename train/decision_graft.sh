@@ -13,7 +13,8 @@
 #   PHRASEBOOK=v2 NATURAL=runs/data/natural-v2: train on the natural tickets of phrasebook v2 (24 more training
 #   families; val and test the same files as v1's).
 #   RL_PHRASEBOOK=extra RL_NATURAL=runs/data/natural-extra: the RL stages read tickets of other training families
-#   than the warmup's (default: the warmup's), so RL prices the arm where it has not learnt the families.
+#   than the warmup's (default: the warmup's), so RL prices the arm where it has not learnt the families;
+#   RL_PHRASEBOOK=fresh RL_NATURAL=runs/data/natural-fresh: their urgency families new too (session 27's second run).
 set -euo pipefail
 SEED=${1:-0}
 RUNS=${2:-runs/smollm2-graft}

@@ -198,13 +198,12 @@ def main(config: ShipConfig) -> list[Path]:
             shutil.copy(run / LOG, dest / "training_log.jsonl")
         if config.soft:
             soften(Path(config.soft) / arm, dest)
-        out.append(dest)
-    for dest in out:
-        arm = dest.name.removeprefix("decision-smollm2-")
+        out.append((arm, dest))
+    for arm, dest in out:
         (dest / "README.md").write_text(card(arm, dest, report, config.pipeline))
         read_adapter_card(dest)
         print(f"shipped {dest} ({sum(f.stat().st_size for f in dest.iterdir()) / 1e6:.1f} MB)")
-    return out
+    return [dest for _, dest in out]
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ import pytest
 
 from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES
 from core.decision.data.natural import (
-    PHRASEBOOKS, P_AMBIGUOUS, URGENCY_BOOKS, add_typos, deciding_families, deciding_family, draw_natural_ticket, family_counts,
-    has_department_keyword, natural_contexts, natural_rows, split_profile,
+    PHRASEBOOKS, P_AMBIGUOUS, URGENCY_BOOKS, add_typos, deciding_families, deciding_family, draw_natural_ticket,
+    family_counts, has_department_keyword, natural_contexts, natural_rows, split_profile,
 )
 from core.decision.data.rows import NOUL_OPTIONS
 from core.decision.data.ticket_families import (
