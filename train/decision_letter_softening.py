@@ -9,6 +9,9 @@ pool (rebuilt from the warmup card's settings). Two fits are read, under the rul
 ``each`` (every arm its own). The val rows are cut in two by context; each half's fit is read on the other half,
 and the rule picks from those reads; the arms written (``--out``) carry the fit on all val rows of the choice,
 and the familiarity under which they warn (the 5th percentile of the val states': ``Softening.of_states``).
+``--fit off`` writes a = b = 0 (T = 1: every answer as trained) and keeps the reference for the familiarity signal,
+for an arm whose val tickets are too unlike its test tickets for a fit on val to serve it
+(results/smollm2_decision/heldout_rl/rule.md).
 
     python -m train.decision_letter_softening --out runs/letter-soft --json results/smollm2_decision/letter_softening/fit.json
 """
@@ -33,6 +36,8 @@ from train.decision_smollm2_eval import SmolEvalConfig, arm_dirs, arm_probs
 
 ARMS = ("warmup", "rlcd", "rlvr")
 FITS = ("shared", "each")
+OFF = (0.0, 0.0)
+"""a = b = 0: T = 1 for every state, the arm's answers as trained."""
 
 
 @dataclass(frozen=True)
@@ -42,12 +47,17 @@ class LetterSofteningConfig:
     out: str = field(default="runs/letter-soft", metadata={"help": "the softened arms (<out>/<arm>) and the caches"})
     layer: int = field(default=24, metadata={"help": "the base layer whose input states nearness reads"})
     base: str = field(default=BASE, metadata={"help": "the base every arm adapts (the packaged SmolLM2 GGUF)"})
-    fit: str = field(default="rule", metadata={"help": "which fit to write: rule (as the rule decides), shared or each"})
+    fit: str = field(default="rule", metadata={"help": "which fit to write: rule (as the rule decides), shared, each "
+                                                              "or off (T = 1, the familiarity reference alone)"})
     natural: str = field(default="runs/data/natural", metadata={"help": "natural-ticket dataset"})
     synthetic: str = field(default="runs/data/decision", metadata={"help": "synthetic dataset"})
     val_rows: int = field(default=1000, metadata={"help": "the RL stages' val rows"})
     threads: int = field(default=2, metadata={"help": "torch threads"})
     json: str = field(default="", metadata={"help": "write the fits and the val reads here"})
+
+    def __post_init__(self):
+        if self.fit not in ("rule", *FITS, "off"):
+            raise ValueError(f"--fit must be rule, {', '.join(FITS)} or off; got {self.fit!r}")
 
 
 def warmup_config(card, config: LetterSofteningConfig) -> SmolConfig:
@@ -166,8 +176,9 @@ def main(config: LetterSofteningConfig) -> dict:
               "wall_s": {"states": round(t_states, 1), "arms_on_val": round(t_arms, 1)}}
     if chosen:
         for arm, folder in folders.items():
-            ab = fits["warmup"] if chosen == "shared" else fits[arm]
-            fit = {"a": ab[0], "b": ab[1], "fit": chosen, "fitted_on": "warmup" if chosen == "shared" else arm,
+            ab = OFF if chosen == "off" else fits["warmup"] if chosen == "shared" else fits[arm]
+            fitted_on = "nothing" if chosen == "off" else "warmup" if chosen == "shared" else arm
+            fit = {"a": ab[0], "b": ab[1], "fit": chosen, "fitted_on": fitted_on,
                    "layer": config.layer, "nearest": NEAREST, "soften_at": SOFTEN_AT, "neighbours": len(reference),
                    "reference": "the distinct states of the warmup's training pool", "fit_rows": len(val),
                    **({"report": config.json} if config.json else {}),

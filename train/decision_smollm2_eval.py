@@ -24,7 +24,7 @@ from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.scores import sets_report
-from core.decision.export.adapter import card_softens, head_rows
+from core.decision.export.adapter import card_softens, head_rows, read_adapter_card
 from core.decision.export.published import load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config, write_report
@@ -96,11 +96,18 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
         rows = head_rows(folder)
         out[name] = {k: probs_of(split, rows, states[k], prompts[k],
                                  softening_temperatures(folder, model, tokenizer, v, read)) for k, v in sets.items()}
-        if card_softens(folder):
+        if softens(folder):
             out[name + AS_TRAINED] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
         print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
                      for k, v in out[name].items()}, flush=True)
     return out
+
+
+def softens(folder: Path) -> bool:
+    """Whether the arm's answers are softened: a softening whose fit is ``off`` (T = 1) keeps them as trained."""
+    if not card_softens(folder):
+        return False
+    return read_adapter_card(folder).training.get("softening", {}).get("fit") != "off"
 
 
 def softening_temperatures(folder: Path, model, tokenizer, rows: list, read: dict) -> torch.Tensor | None:
@@ -110,7 +117,7 @@ def softening_temperatures(folder: Path, model, tokenizer, rows: list, read: dic
     from core.decision.prompt import encode_prefix, render_prefix
     from core.decision.softening import Softening, StateTemperature
 
-    if not card_softens(folder):
+    if not softens(folder):
         return None
     soft = Softening.load(folder / SOFTENING_FILE, model.config.hidden_size)
     if new := [x for x in dict.fromkeys(r.state for r in rows) if (soft.layer, x) not in read]:

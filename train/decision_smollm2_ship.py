@@ -151,6 +151,17 @@ def softening_section(card) -> list[str]:
     fit = card.training.get("softening")
     if card.softening_layer is None or not fit:
         return []
+    familiarity = ([f"The same reference is its familiarity signal: the share of the reference states farther from their "
+                    f"centre than a state (standardised); it warns below {fit['warn_below']:.1%}, the 5th percentile of the "
+                    "fit's val states (what it flags: docs/decision_models.md, 'Familiarity').", ""]
+                   if "warn_below" in fit else [])
+    if fit["fit"] == "off":
+        return ["## As trained, with a familiarity signal", "",
+                f"The arm answers as trained: its softening file holds a = b = 0 (T = 1 for every state) and "
+                f"{fit['neighbours']} reference states ({fit['reference']}) read at the input to layer "
+                f"{card.softening_layer} (`softening.safetensors`, core/decision/softening.py), written by:", "", "```",
+                fit["command"], "```", "", *familiarity,
+                "Why not softened: results/smollm2_decision/heldout_rl/rule.md.", ""]
     whose = "the warmup's fit, shared by the three arms" if fit["fit"] == "shared" else "this arm's own fit"
     return ["## Softened", "",
             f"Every answer's letter logits are divided by T = exp(a + b (nearness - {fit['soften_at']})), a = {fit['a']:.3f}, "
@@ -159,11 +170,7 @@ def softening_section(card) -> list[str]:
             f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
             f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's reads and wall "
             f"time: {fit.get('report', 'results/smollm2_decision/letter_softening/fit.json')}):", "", "```", fit["command"],
-            "```", "",
-            *([f"The same reference is its familiarity signal: the share of the reference states farther from their "
-               f"centre than a state (standardised); it warns below {fit['warn_below']:.1%}, the 5th percentile of the "
-               "fit's val states (what it flags: docs/decision_models.md, 'Familiarity').", ""]
-              if "warn_below" in fit else [])]
+            "```", "", *familiarity]
 
 
 def ranks(dest: Path) -> str:

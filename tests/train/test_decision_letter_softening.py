@@ -105,3 +105,31 @@ def test_the_softened_arms_carry_their_fit_and_ship_and_evaluate(tiny, tmp_path)
         assert evaluated["natural"]["rlcd as trained"][key] == pytest.approx(as_trained["natural"]["rlcd"][key], abs=1e-9)
     assert evaluated["natural"]["rlcd"]["ece"] != as_trained["natural"]["rlcd"]["ece"]
     assert json.loads(Path(tmp_path / "fit.json").read_text())["chosen"] == "each"
+
+
+def test_fit_off_keeps_the_answers_as_trained_and_the_familiarity(tiny, tmp_path):
+    from train import decision_smollm2_eval as ev
+    from train import decision_smollm2_ship as ship
+
+    root, base, natural, arms = tiny
+    ls.main(ls.LetterSofteningConfig(arms=arms, out=str(tmp_path / "off"), layer=1, base=str(base), fit="off",
+                                     natural=str(natural), val_rows=12, threads=1))
+    card = read_adapter_card(tmp_path / "off" / "rlcd")
+    fit = card.training["softening"]
+    assert (fit["fit"], fit["a"], fit["b"], fit["fitted_on"]) == ("off", 0.0, 0.0, "nothing") and "warn_below" in fit
+    row = ls.pool(ls.warmup_config(card, ls.LetterSofteningConfig(natural=str(natural), val_rows=12)), "val", 12)[0]
+    question = [Choice(row.question, row.options)]
+    plain = load_adapter_decider(root / "runs/rlcd/model").decide(row.state, question)[0]
+    decider = load_adapter_decider(tmp_path / "off" / "rlcd")
+    off = decider.decide(row.state, question)[0]
+    assert off.probs == pytest.approx(plain.probs, abs=1e-6) and decider.state_familiarity(row.state) is not None
+    assert ev.softens(tmp_path / "off" / "rlcd") is False
+    ck = tmp_path / "ck"
+    ship.main(ship.ShipConfig(runs=str(root / "runs"), soft=str(tmp_path / "off"), eval="", checkpoints=str(ck), arms="rlcd"))
+    text = (ck / "decision-smollm2-rlcd" / "README.md").read_text()
+    assert "## As trained, with a familiarity signal" in text and "## Softened" not in text and "--fit off" in text
+
+
+def test_an_unknown_fit_is_refused():
+    with pytest.raises(ValueError, match="--fit must be rule, shared, each or off; got 'some'"):
+        ls.LetterSofteningConfig(fit="some")
