@@ -265,12 +265,14 @@ def _reference(view: reports.CalibrationView):
 
 
 def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts: int, upload: str | None,
-              temperature: bool, resample: str = reports.CONTEXTS):
-    """Evaluate one or two models on a labelled set: errors (set, model), note, table, two figures, reference."""
+              temperature: bool, resample: str = reports.CONTEXTS, draw: float | None = 0):
+    """Evaluate one or two models on a labelled set (a generated set's ``draw``: its seed): errors (set, model),
+    note, table, two figures, reference."""
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     view, resample = None, resample or reports.CONTEXTS
     try:
-        items = evalsets.load_items(source, int(contexts), upload)
+        seed = evalsets.draw_of(draw)
+        items = evalsets.load_items(source, int(contexts), upload, seed)
         if not errors:
             view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample)
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
@@ -280,7 +282,9 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         return [_error(errors.get("set")), _error(errors.get("model")), "", None, blank, blank,
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
-    note = f"{len(items)} rows from {inert(source)} · {view.seconds:.1f} s · {reports.resampling_note(items, resample)}"
+    drawn = "" if source == evalsets.UPLOAD else f", draw {seed}{' (the documented one)' if seed == 0 else ''}"
+    note = (f"{len(items)} rows from {inert(source)}{drawn} · {view.seconds:.1f} s · "
+            f"{reports.resampling_note(items, resample)}")
     if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())

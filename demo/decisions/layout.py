@@ -138,6 +138,9 @@ def _calibration_panel(models_dir: gr.State):
             contexts = gr.Slider(10, 1000, value=50, step=10,
                                  label="Contexts (test split) / tickets (natural) / tickets per kind (probe)",
                                  info="Every row runs through the model on this CPU; start small.")
+            draw = gr.Number(value=0, label="Draw", elem_id="dq-draw",
+                             info="Which draw of a generated set (its seed): the same held-out families, other "
+                                  "tickets; 0 is the one the docs report. Another draw shows how far a figure moves.")
             upload = gr.File(label="Labelled file (.jsonl or .csv)", file_types=[".jsonl", ".json", ".csv"],
                              type="filepath", height=110, elem_id="dq-upload")
             set_err = _error_line()
@@ -158,7 +161,7 @@ def _calibration_panel(models_dir: gr.State):
             ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     upload.change(h.check_upload, upload, set_err, api_name=False)  # this file's message, no earlier one
-    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature, resample],
+    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature, resample, draw],
               [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
     return model_a, model_b, note
 

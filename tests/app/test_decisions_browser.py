@@ -115,6 +115,10 @@ def test_calibration_on_natural_tickets_resamples_whole_families(browser, app_ur
                      exact=False).wait_for(timeout=2 * WAIT_MS)
     page.locator("#dq-metrics .body-cell", has_text="rows (families resampled)").wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / "decisions_calibration_families.png"), full_page=True)
+    page.locator("#dq-draw input").fill("1")  # another draw of the same held-out families
+    page.locator("#dq-evaluate").click()
+    page.get_by_text("rows from natural tickets (held-out families), draw 1", exact=False).wait_for(timeout=2 * WAIT_MS)
+    page.screenshot(path=str(tmp_path / "decisions_calibration_draw.png"), full_page=True)
 
 
 def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):

@@ -81,6 +81,12 @@ def test_every_documented_endpoint_takes_the_documented_names(client):
     cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "families",
                          api_name="/calibrate")
     assert "resample whole families" in cal[2] and cal[3]["data"][-1][0] == "rows (families resampled)"
+    cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "contexts", 1,
+                         api_name="/calibrate")
+    assert ", draw 1 · " in cal[2] and cal[3]["data"]
+    cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "contexts", -3,
+                         api_name="/calibrate")
+    assert "draw must be a whole number from 0 to 9999" in str(cal[0]) and "-3" in str(cal[0])
     probe = client.predict("tiny-b", "", 20, api_name="/probe")
     assert probe[-1]["data"]
 

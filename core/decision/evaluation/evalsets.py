@@ -163,13 +163,34 @@ def natural_items(tickets: int, seed: int = 0) -> list[EvalItem]:
     return [item_from_row(r) for rows in natural_contexts("test", tickets, seed) for r in rows]
 
 
+MAX_DRAW = 9999
+"""A generated set's draws (seeds) a visitor may ask for; draw 0 is the one every documented figure reads."""
+
+
+def draw_of(value) -> int:
+    """A generated set's draw (its seed) from a form or API value: a whole number 0..``MAX_DRAW`` (blank: 0).
+
+    Why: one draw of 400 natural tickets puts about ±0.045 on a department figure; reading another draw of the
+    same held-out families shows how far a figure moves (results/smollm2_decision/heldout_rl/rule.md)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return 0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not (number.is_integer() and 0 <= number <= MAX_DRAW) or isinstance(value, bool):
+        raise EvalSetError(f"draw must be a whole number from 0 to {MAX_DRAW}; got {str(value)[:40]!r}")
+    return int(number)
+
+
 SPLIT, NATURAL, PROBE, UPLOAD = "our test split", "natural tickets (held-out families)", "known-posterior probe", "uploaded file"
 SOURCES = (SPLIT, NATURAL, PROBE, UPLOAD)
 """The evaluation sets the calibration view offers."""
 
 
 def load_items(source: str, contexts: int, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
-    """Items of one of ``SOURCES``: ``contexts`` test contexts, natural tickets, probe tickets per kind, or the file."""
+    """Items of one of ``SOURCES``: ``contexts`` test contexts, natural tickets, probe tickets per kind (draw
+    ``seed`` of each), or the file."""
     if source == UPLOAD:
         if not upload:
             raise EvalSetError("upload a .jsonl or .csv file first (format: see 'Upload format')")

@@ -1,5 +1,7 @@
 """Decisions tab handlers, called directly (no server): picker, builder, Ask, bad input, API."""
 
+import re
+
 import gradio as gr
 import pytest
 import torch
@@ -178,6 +180,21 @@ def test_calibrate_on_natural_tickets_can_resample_whole_families(models_dir):
     assert list(table.iloc[-1]) == ["rows (families resampled)", "30"]
     set_err, _, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False, "tickets")
     assert set_err["visible"] and "intervals resample whole contexts or families; got 'tickets'" in set_err["value"]
+    assert table is None  # nothing ran, nothing shown as if it had
+
+
+def test_calibrate_reads_another_draw_of_the_natural_tickets(models_dir):
+    from core.decision.evaluation.evalsets import NATURAL
+
+    first = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False)
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False, "contexts", 1)
+    assert not set_err["visible"] and not model_err["visible"]
+    assert first[2].startswith("30 rows from natural tickets (held-out families), draw 0 (the documented one)")
+    assert note.startswith("30 rows from natural tickets (held-out families), draw 1 · ")
+    assert re.search(r"decided by \d issue and \d urgency families", note)  # other tickets, held-out families
+    assert not table.equals(first[3])
+    set_err, _, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False, "contexts", 2.5)
+    assert set_err["visible"] and "draw must be a whole number from 0 to 9999; got '2.5'" in set_err["value"]
     assert table is None  # nothing ran, nothing shown as if it had
 
 

@@ -95,3 +95,23 @@ def test_natural_tickets_are_the_natural_test_split_in_its_order():
         f"urgency:{f.name}" for f in URGENCY_FAMILIES if f.split == "test"}
     families = [{t for t in it.tags if ":" in t} for it in items]
     assert all(families) and all(f <= test_only for f in families)  # families no training row uses
+    other = load_items(NATURAL, 4, seed=1)  # another draw: other tickets of the same held-out families
+    assert [(it.context_id, it.state) for it in other] == [(r.context_id, r.state) for rows in
+                                                           natural_contexts("test", 4, 1) for r in rows]
+    assert {it.state for it in other}.isdisjoint(it.state for it in items)
+    assert all({t for t in it.tags if ":" in t} <= test_only for it in other)
+
+
+@pytest.mark.parametrize("value, draw", [(None, 0), ("", 0), (0, 0), (3.0, 3), ("7", 7), (9999, 9999)])
+def test_a_draw_is_a_whole_number_in_range(value, draw):
+    from core.decision.evaluation.evalsets import draw_of
+
+    assert draw_of(value) == draw
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, 10000, "abc", float("nan"), float("inf"), True, [1]])
+def test_a_draw_out_of_range_or_not_whole_is_refused_by_name(value):
+    from core.decision.evaluation.evalsets import draw_of
+
+    with pytest.raises(EvalSetError, match=r"draw must be a whole number from 0 to 9999; got "):
+        draw_of(value)
