@@ -24,8 +24,8 @@ from core.decision.batches import option_probs, prompt_of, tokenize_prompts
 from core.decision.data.store import read_partition
 from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.scores import sets_report
-from core.decision.export.adapter import card_softens, head_rows, read_adapter_card
-from core.decision.export.published import load_decider
+from core.decision.export.adapter import card_softens, head_rows
+from core.decision.export.published import CARD_FILE, load_decider
 from core.decision.prompt import letter_token_ids
 from train.decision_run import parse_config, write_report
 from train.decision_smollm2 import BASE, probs_of
@@ -104,10 +104,11 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
 
 
 def softens(folder: Path) -> bool:
-    """Whether the arm's answers are softened: a softening whose fit is ``off`` (T = 1) keeps them as trained."""
+    """Whether the arm's answers are softened: a softening whose fit is ``off`` (T = 1) keeps them as trained. Read
+    off the card as ``card_softens`` reads it (no hashing: it is asked once per arm and set)."""
     if not card_softens(folder):
         return False
-    return read_adapter_card(folder).training.get("softening", {}).get("fit") != "off"
+    return json.loads((folder / CARD_FILE).read_text()).get("training", {}).get("softening", {}).get("fit") != "off"
 
 
 def softening_temperatures(folder: Path, model, tokenizer, rows: list, read: dict) -> torch.Tensor | None:
