@@ -7,7 +7,8 @@ tests), at a fraction of the cost. The tiny RLCD arm (``checkpoints/decision-rlc
 the natural tickets beside them. ``--served URL`` also scores the natural tickets through a System
 One endpoint (``python -m core.decision.serve checkpoints/decision-smollm2-rlcd``), one request per
 ticket, so the judged numbers are the served model's. Metrics and context-clustered 95% intervals
-come from ``core.decision.evaluation.scores`` (the tiny arms' evaluation, ``train.decision_eval``).
+come from ``core.decision.evaluation.scores`` (the tiny arms' evaluation, ``train.decision_eval``). An arm
+whose card reads a choice in every cyclic order of its options (``core.decision.rotation``) is read so here too.
 
     python -m train.decision_smollm2_eval --json results/decision_smollm2_eval.json
 """
@@ -27,6 +28,7 @@ from core.decision.evaluation.scores import sets_report
 from core.decision.export.adapter import card_softens, head_rows
 from core.decision.export.published import CARD_FILE, load_decider
 from core.decision.prompt import letter_token_ids
+from core.decision.rotation import merge_all, rows_in_orders
 from train.decision_run import parse_config, write_report
 from train.decision_smollm2 import BASE, probs_of
 from train.split_body import SplitBody, cache_states
@@ -80,11 +82,19 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
     loaded = load_location(config.base)
     model, tokenizer = loaded.model, loaded.tokenizer
     split = SplitBody.of(model.get_decoder(), adapted_layers(folders))
-    prompts = {k: [prompt_of(r) for r in rows] for k, rows in sets.items()}
+    orders = {name: choice_orders(folder) for name, folder in folders.items()}
+    reading = "cyclic" if "cyclic" in orders.values() else "given"  # every arm's readings lie among these
+    shown = {k: rows_in_orders(rows, reading) for k, rows in sets.items()}
+    given = {k: [j for j, (_, order) in enumerate(readings) if order == sorted(order)] for k, (_, readings) in shown.items()}
+    prompts = {k: [prompt_of(r) for r in rows] for k, (rows, _) in shown.items()}
     states = {k: cache_states(split, tokenize_prompts(tokenizer, p), Path(config.cache), f"eval-{k}")
               for k, p in prompts.items()}
+
+    def merged(name: str, k: str, p: np.ndarray) -> np.ndarray:
+        return merge_all(p, shown[k][1], len(sets[k])) if orders.get(name) == "cyclic" else p[given[k]]
+
     base_rows = model.get_output_embeddings().weight[torch.tensor(letter_token_ids(tokenizer))].detach().float()
-    out = {"zero-shot": {k: probs_of(split, base_rows, states[k], prompts[k]) for k in sets}}
+    out = {"zero-shot": {k: merged("zero-shot", k, probs_of(split, base_rows, states[k], prompts[k])) for k in sets}}
     peft, read = None, {}  # the softened arms' mean states, (layer, state) -> [H]: read once for all arms
     for name, folder in folders.items():
         if peft is None:
@@ -94,13 +104,18 @@ def arm_probs(config: SmolEvalConfig, sets: dict[str, list]) -> dict[str, dict[s
         peft.set_adapter(name)
         peft.eval()
         rows = head_rows(folder)
-        out[name] = {k: probs_of(split, rows, states[k], prompts[k],
-                                 softening_temperatures(folder, model, tokenizer, v, read)) for k, v in sets.items()}
+        out[name] = {k: merged(name, k, probs_of(split, rows, states[k], prompts[k], softening_temperatures(
+            folder, model, tokenizer, shown[k][0], read))) for k in sets}
         if softens(folder):
-            out[name + AS_TRAINED] = {k: probs_of(split, rows, states[k], prompts[k]) for k in sets}
+            out[name + AS_TRAINED] = {k: merged(name, k, probs_of(split, rows, states[k], prompts[k])) for k in sets}
         print(name, {k: round(float(np.mean(v.argmax(1) == [r.label for r in sets[k]])), 3)
                      for k, v in out[name].items()}, flush=True)
     return out
+
+
+def choice_orders(folder: Path) -> str:
+    """How the arm reads a choice question (its card's ``choice_orders``, ``core.decision.rotation``)."""
+    return json.loads((folder / CARD_FILE).read_text()).get("choice_orders", "given")
 
 
 def softens(folder: Path) -> bool:

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.decision.export.adapter import SOFTENING_FILE, read_adapter_card
+from core.decision.export.adapter import SOFTENING_FILE, read_adapter_card, set_choice_orders
 from core.decision.export.published import CARD_FILE
 from train.decision_run import LOG, META, MODEL, parse_config
 from train.decision_smollm2_eval import AS_TRAINED
@@ -40,6 +40,8 @@ class ShipConfig:
     pipeline: str = field(default="graft", metadata={"help": "which pipeline made them: " + ", ".join(PIPELINES)})
     soft: str = field(default="", metadata={"help": "folder of softened arms (<soft>/<arm>, train.decision_letter_softening): "
                                                    "their softening and card replace the shipped arm's"})
+    choice_orders: str = field(default="", metadata={"help": "how the shipped arms read a choice question (given, cyclic: "
+                                                           "core.decision.rotation); '' keeps each card's"})
     refresh: bool = field(default=False, metadata={"help": "keep the shipped folders (no runs needed): soften them "
                                                           "(--soft) and rewrite their cards"})
 
@@ -107,8 +109,18 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
           if arm + AS_TRAINED in report.get("natural", {}) else []), "",
         "Val curve (step: accuracy / ECE / mean confidence): "
         + "; ".join(f"{r['step']}: {r['accuracy']:.3f} / {r['ece']:.3f} / {r['mean_confidence']:.3f}" for r in curve),
-        "", *softening_section(read_adapter_card(dest)),
+        "", *softening_section(read_adapter_card(dest)), *orders_section(read_adapter_card(dest)),
     ])
+
+
+def orders_section(card) -> list[str]:
+    """How the arm reads a choice question, when not as given."""
+    if card.choice_orders == "given":
+        return []
+    return ["## Choices read in every order", "",
+            f"Every choice question is read in each {card.choice_orders} order of its options and the readings' "
+            "probabilities averaged in the given order (core/decision/rotation.py); score and noul questions keep their "
+            "one trained order. Why: results/smollm2_decision/orders/rule.md.", ""]
 
 
 def phrasebook_of(natural: str) -> str | None:
@@ -205,6 +217,8 @@ def main(config: ShipConfig) -> list[Path]:
             shutil.copy(run / LOG, dest / "training_log.jsonl")
         if config.soft:
             soften(Path(config.soft) / arm, dest)
+        if config.choice_orders:
+            set_choice_orders(dest, config.choice_orders)
         out.append((arm, dest))
     for arm, dest in out:
         (dest / "README.md").write_text(card(arm, dest, report, config.pipeline))

@@ -11,6 +11,7 @@ tokenizer for tests and benchmarks), ``data/`` (the synthetic decision data).
 The option design: ``option/`` (model, request, scorer, decider).
 The pooled readout: ``pooled`` (a bilinear head over a frozen real body's mean states; hashed folder).
 ``softening`` (a temperature growing as a state lies far from the training states: pooled heads and letter arms).
+``rotation`` (a choice read in every cyclic order of its options, the readings averaged: an adapter arm's card says).
 System One: ``system_one`` (request/answer shapes), ``pipeline`` (any chat model via transformers'
 DecisionPipeline), ``endpoint`` (any /v1/systemone URL), ``auto_model`` (ours in their pipeline),
 ``serve`` (``python -m core.decision.serve DIR``).

@@ -31,6 +31,7 @@ from core.decision import pooled, system_one
 from core.decision.export import adapter
 from core.decision.export.published import CARD_FILE, FORMAT, load_decider
 from core.decision.readout import readout
+from core.decision.rotation import merge_readings
 from core.models.loader import causal_lm
 
 BODY_CONFIGS = (Qwen3Config, LlamaConfig)
@@ -86,10 +87,13 @@ class LetterDecisionConfig(DecisionConfig):
         req = self._decider.tokenize(state, primitives)
         soften = self._decider.temperature
         t = torch.tensor([soften(req.prefix) if soften is not None else 1.0])  # the state's, shared by its questions
+        readings = req.readings or [(i, list(range(n))) for i, n in enumerate(req.n_options)]
         prompts = []
-        for q, suffix in zip(parsed, req.suffixes):
-            ids = torch.tensor([req.prefix + suffix])
-            prompts.append(({"input_ids": ids, "marks": torch.tensor([ids.shape[1]]), "temperature": t}, [q]))
+        for i, q in enumerate(parsed):  # a question read in several orders carries them all (core.decision.rotation)
+            mine = [(torch.tensor([req.prefix + req.suffixes[k]]), order) for k, (j, order) in enumerate(readings) if j == i]
+            ids = mine[0][0]
+            inputs = {"input_ids": ids, "marks": torch.tensor([ids.shape[1]]), "temperature": t}
+            prompts.append(({**inputs, "readings": mine} if len(mine) > 1 else inputs, [q]))
         return prompts
 
 
@@ -134,11 +138,16 @@ class LetterReadoutForDecision(DecisionMixin, PreTrainedModel):
         return _as_decision_model(cls, decider, decider.body.config, LetterDecisionConfig(), name)
 
     def forward(self, input_ids, marks, num_options, question_type_ids=None, return_dict=None, temperature=None,
-                **kwargs):
+                readings=None, **kwargs):
         """Option logits of every question of one prompt, concatenated (``decide`` splits them); divided by the
-        state's ``temperature`` when the arm softens (``core.decision.softening``)."""
-        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state[0]
+        state's ``temperature`` when the arm softens (``core.decision.softening``). A question read in several
+        orders (``readings``: each order's ids and order) gets the log of its readings' merged probabilities."""
         n = num_options[0].tolist()
+        if readings:
+            probs = torch.cat([self.forward(ids, torch.tensor([ids.shape[1]]), num_options, temperature=temperature)
+                               .softmax(-1)[None] for ids, _ in readings])
+            return option_scores(merge_readings(probs, [order for _, order in readings]).log(), return_dict)
+        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state[0]
         logits = readout(hidden[marks[0] - 1], self.letter_rows, n)
         if temperature is not None:
             logits = logits / temperature.reshape(-1)[0]

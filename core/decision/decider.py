@@ -29,6 +29,7 @@ from core.decision.prompt import (check_seam, encode, encode_prefix, letter_toke
                                  render_suffix)
 from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
+from core.decision.rotation import merge_all, question_orders, reorder
 
 PATHS = ("reference", "shared", "packed")
 EXACT_COUNT_CHARS = 1 << 16
@@ -72,6 +73,9 @@ class Request:
     truncations: list[Truncation | None]
     state_tokens: int = 0
     """Tokens of the (possibly cut) state alone, as the limit counts them."""
+    readings: list[tuple[int, list[int]]] | None = None
+    """Per suffix, the question it reads and the order its options are shown in (``core.decision.rotation``);
+    None: suffix i is question i as given."""
 
 
 class Decider:
@@ -106,6 +110,8 @@ class Decider:
         letter logits about that state are divided by it. One with a ``layer`` gets the prefix's states at that layer
         from the shared or packed path's own first pass (``of_hidden``). None: the readout as trained."""
         self.cost = cost or CostModel()
+        self.choice_orders = "given"
+        """How choice questions are read (``core.decision.rotation.CHOICE_ORDERS``); an adapter arm's card sets it."""
         cfg = body.config
         self.max_positions = getattr(cfg, "max_position_embeddings", None) or 1 << 30
         check_seam(tokenizer, render_prefix("A short state."), render_suffix("Which one?", ["x", "y"]))
@@ -193,7 +199,23 @@ class Decider:
         truncs = [Truncation(state_tokens_removed=removed_state, question_tokens_removed=c)
                   if removed_state or c else None for c in cuts]
         n_state = len(encode(self.tokenizer, text)) if removed_state else len(state_ids)
-        return Request(prefix, suffixes, [len(q.options) for q in questions], truncs, n_state)
+        req = Request(prefix, suffixes, [len(q.options) for q in questions], truncs, n_state)
+        return self._in_orders(req, questions) if self.choice_orders != "given" else req
+
+    def _in_orders(self, req: Request, questions: Sequence[Question]) -> Request:
+        """The request with each question read in every order ``choice_orders`` asks for (the given one first, its
+        suffix as tokenized); a reshown question over its limit is cut as the given one would be."""
+        suffixes, n_options, readings = [], [], []
+        for i, q in enumerate(questions):
+            for order in question_orders(q.kind, len(q.options), self.choice_orders):
+                shown = type(q)(q.text, reorder(q.options, order), qid=q.qid) if order != sorted(order) else None
+                ids = req.suffixes[i] if shown is None else encode(self.tokenizer, render_suffix(shown.text, shown.options))
+                if shown is not None and (len(ids) > self.limits.max_suffix_tokens or req.truncations[i]):
+                    ids = self._cut_question(shown)
+                suffixes.append(ids)
+                n_options.append(len(q.options))
+                readings.append((i, order))
+        return Request(req.prefix, suffixes, n_options, req.truncations, req.state_tokens, readings)
 
     def _cut_question(self, q: Question) -> list[int]:
         """The published rule: cut the question's text from its start (its end is kept) until the
@@ -268,7 +290,8 @@ class Decider:
         if self.temperature is not None:
             t = self.temperature(req.prefix) if states is None else self.temperature.of_hidden(states, req.prefix)
             logits = logits / t
-        return torch.softmax(logits, dim=-1)
+        probs = torch.softmax(logits, dim=-1)
+        return probs if req.readings is None else merge_all(probs, req.readings, len(req.truncations))
 
     # ---- the three paths; each returns final hidden states [questions, hidden] at the readout tokens
 

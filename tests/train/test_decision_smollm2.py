@@ -4,6 +4,7 @@ warmup -> RLCD exports adapter arms that load (hash-checked) and answer as train
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -13,7 +14,7 @@ from core.decision.batches import Prompt, collate, tokenize_prompts
 from core.decision.data.rows import NOTA
 from core.decision.data.store import read_partition
 from core.decision.prompt import letter_token_ids
-from core.decision.questions import Choice
+from core.decision.questions import Choice, Noul, Score
 from core.decision.readout import option_logits
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama
 from train.decision_smollm2 import SmolConfig, main, probs_of
@@ -128,6 +129,12 @@ def test_eval_and_ship_over_tiny_arms(tiny_base, natural_data, tmp_path):
     assert "--stage rlcd" in card and "natural held-out tickets" in card and "rank 2" in card and (shipped[0] / "training_log.jsonl").is_file()
     assert f"Data: {natural_data} (`python -m train.decision_natural_data --out {natural_data} --seed 0`)" in card
     assert load_adapter_decider(shipped[0]).decide(row.state, [Choice(row.question, row.options)])[0].probs == answer.probs
+    assert "## Choices read in every order" not in card
+    cyclic = ship.main(ship.ShipConfig(runs=str(tmp_path / "runs"), eval=str(tmp_path / "eval.json"),
+                                       checkpoints=str(tmp_path / "ck-cyclic"), arms="rlcd", choice_orders="cyclic"))[0]
+    assert json.loads((cyclic / "decision.json").read_text())["choice_orders"] == "cyclic"
+    assert "## Choices read in every order" in (cyclic / "README.md").read_text()
+    assert load_adapter_decider(cyclic).choice_orders == "cyclic"
 
 
 def test_an_rl_stage_refuses_a_split_that_would_cache_adapted_layers(tiny_base, natural_data, tmp_path):
@@ -189,3 +196,31 @@ def test_a_card_names_the_phrasebook_its_natural_tickets_were_drawn_from(tmp_pat
     assert pipeline_env(handed_down) == pipeline_env(handed_down, handed_down) == "QUERY=below "
     assert flags({"rows": 3, "natural": str(tmp_path / "v2")}) == f"--rows 3 --natural {tmp_path / 'v2'}"
     assert flags({"rows": 3, "natural": "runs/data/natural"}) == "--rows 3"
+
+
+def test_the_evaluation_reads_an_arm_as_its_card_says_choices_are_read(tiny_base, natural_data, tmp_path):
+    """An arm whose card reads choices in every cyclic order is scored as its Decider answers (and the zero-shot
+    base and an arm as given beside it as before)."""
+    import shutil
+
+    from core.decision.export.adapter import set_choice_orders
+    from tests.fixtures.tiny_adapter_arm import export_tiny_arm
+    from train import decision_smollm2_eval as ev
+
+    plain = export_tiny_arm(tmp_path / "plain", tiny_base)
+    cyclic = shutil.copytree(plain, tmp_path / "cyclic")
+    set_choice_orders(cyclic, "cyclic")
+    rows = read_partition(natural_data, "test")[:6]  # two tickets: department, priority, page-now
+    config = ev.SmolEvalConfig(arms=f"plain={plain},cyclic={cyclic}", base=str(tiny_base), tiny="",
+                               cache=str(tmp_path / "cache"), threads=1)
+    probs = ev.arm_probs(config, {"natural": rows})
+    for name, folder in (("plain", plain), ("cyclic", cyclic)):
+        decider = load_adapter_decider(folder)
+        for i, row in enumerate(rows):
+            q = {"choice": Choice, "score": Score, "noul": Noul}[row.kind](row.question, row.options)
+            answer = decider.decide(row.state, [q])[0]
+            assert list(answer.probs.values()) == pytest.approx(list(probs[name]["natural"][i, : len(row.options)]), abs=1e-5)
+    department = [i for i, r in enumerate(rows) if r.kind == "choice"]
+    others = [i for i, r in enumerate(rows) if r.kind != "choice"]
+    assert not np.allclose(probs["cyclic"]["natural"][department], probs["plain"]["natural"][department], atol=1e-4)
+    assert np.allclose(probs["cyclic"]["natural"][others], probs["plain"]["natural"][others], atol=1e-6)

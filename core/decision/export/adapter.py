@@ -14,7 +14,7 @@ unchanged shared-prefill one.
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,6 +25,7 @@ from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILE
                                             _read_tensors, check_hashes, check_letters, portable_tokenizer_config,
                                             sha256_file)
 from core.decision.prompt import letter_token_ids
+from core.decision.rotation import CHOICE_ORDERS
 from core.decision.softening import Softening, SofteningError, StateTemperature
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
 
@@ -52,6 +53,9 @@ class AdapterCard(BaseModel):
     training: dict[str, Any] = {}
     softening_layer: int | None = None
     """The base layer whose input states ``SOFTENING_FILE`` reads (below every adapted layer); None: as trained."""
+    choice_orders: Literal["given", "cyclic"] = "given"
+    """How the served arm reads a choice question (``core.decision.rotation``): as given, or in every cyclic order
+    of its options with the readings averaged."""
 
 
 def base_weights(base: str) -> Path:
@@ -172,6 +176,7 @@ def load_adapter_decider(directory: str | Path, *, limits: Limits = Limits()) ->
     decider = Decider(body, rows, loaded.tokenizer, bias=bias, prepend_bos=card.prepend_bos, limits=limits)
     if card.softening_layer is not None:
         decider.temperature = StateTemperature(body, loaded.tokenizer, read_softening(root, card, body), bos=card.prepend_bos)
+    decider.choice_orders = card.choice_orders
     decider.design = ADAPTER_DESIGN
     decider.training_tokenizer = None  # a 49k-token web vocabulary knows every word: no familiarity signal
     return decider
@@ -209,6 +214,18 @@ def soften_adapter_arm(source: str | Path, out: str | Path, softening: Softening
                                    "training": {**card.training, "softening": fit}})
     (dst / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
     return dst
+
+
+def set_choice_orders(directory: str | Path, choice_orders: str) -> AdapterCard:
+    """Make the arm at ``directory`` read choice questions in ``choice_orders`` (its card rewritten, checked first)."""
+    root = Path(directory)
+    card = read_adapter_card(root)
+    try:
+        card = AdapterCard.model_validate({**card.model_dump(), "choice_orders": choice_orders})
+    except ValidationError:
+        raise DecisionExportError(f"choice_orders {choice_orders!r}: expected one of {list(CHOICE_ORDERS)}") from None
+    (root / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
+    return card
 
 
 def open_model(directory: str | Path, name: str = "") -> Decider:
