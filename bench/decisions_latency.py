@@ -8,7 +8,8 @@ body of the shipped shape instead. Also reported: the model call alone, the same
 models side by side, (unless --quick) the ``/score`` endpoint over HTTP via ``gradio_client``, and the
 same Ask on the real-body arms when they are installed (goal: under 1 s on 2 CPUs):
 ``checkpoints/decision-smollm2-rlcd`` (a LoRA letter readout over SmolLM2-135M-Instruct; also with its softening
-off, side by side) and ``checkpoints/decision-smollm2-pooled-rlcd`` (a head over the same frozen body's mean states).
+off, and reading every choice in each cyclic order of its options, side by side) and
+``checkpoints/decision-smollm2-pooled-rlcd`` (a head over the same frozen body's mean states).
 
     python bench/decisions_latency.py --quick --json runs/decisions_latency.json
 """
@@ -96,14 +97,18 @@ def real_body(folder: Path, state: str, n, fields, repeats: int, threads: int) -
             "goal_ms": REAL_GOAL_MS}
 
 
-def unsoftened(folder: Path, run) -> dict:
-    """``run()`` with the cached letter arm's softening off (``Decider.temperature`` None), then restored."""
+def varied(folder: Path, run, **settings) -> dict:
+    """``run()`` with the cached letter arm's Decider attributes set to ``settings`` (its softening off:
+    ``temperature=None``; every choice order read: ``choice_orders="cyclic"``), then restored."""
     decider = h.CACHE.decider(next(e for e in h.lists.decision_entries(str(folder.parent)) if e.key == folder.name))
-    kept, decider.temperature = decider.temperature, None
+    kept = {name: getattr(decider, name) for name in settings}
+    for name, value in settings.items():
+        setattr(decider, name, value)
     try:
         return run()
     finally:
-        decider.temperature = kept
+        for name, value in kept.items():
+            setattr(decider, name, value)
 
 
 def main() -> None:
@@ -140,12 +145,13 @@ def main() -> None:
                                   ("real_body_pooled_handler", args.pooled_model, "pooled.json")):
             if (folder / card).is_file():
                 results[key] = real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads)
-                if key == "real_body_handler":  # the same arm with its softening off, side by side: what softening costs
-                    results["real_body_unsoftened_handler"] = unsoftened(
-                        folder, lambda: real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads))
+                if key == "real_body_handler":  # side by side, what its softening and every choice order cost
+                    again = lambda: real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads)  # noqa: E731
+                    results["real_body_unsoftened_handler"] = varied(folder, again, temperature=None)
+                    results["real_body_cyclic_handler"] = varied(folder, again, choice_orders="cyclic")
                 torch.set_num_threads(args.threads)
     for name in ("model_call_only", "handler_two_models", "http_score", "real_body_handler",
-                 "real_body_unsoftened_handler", "real_body_pooled_handler"):
+                 "real_body_unsoftened_handler", "real_body_cyclic_handler", "real_body_pooled_handler"):
         if name in results:
             r = results[name]
             print(f"{name:>20}: median {r['median_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms")
