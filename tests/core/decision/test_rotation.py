@@ -94,6 +94,10 @@ def test_a_cyclic_arm_answers_the_mean_of_its_arms_readings_in_every_order_by_ev
     answers = cyclic.decide(TICKET, questions)
     assert answers[0].value == options[int(np.argmax(np.mean(readings, 0)))]
     assert sum(answers[0].probs.values()) == pytest.approx(1.0, abs=1e-6)
+    served = cyclic.score({"state": TICKET, "questions": {"team": {"type": "choice", "instructions": "Which team?",
+                                                                    "criteria": dict.fromkeys(options)}}})
+    assert system_one.probabilities_of(served["answers"]["team"]) == pytest.approx(answers[0].probs, abs=1e-6)
+    assert served["usage"]["questions"] == 1  # one question, read in 4 orders
 
 
 def test_a_cut_question_is_cut_alike_in_every_order(arms):
