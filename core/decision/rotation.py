@@ -16,12 +16,17 @@ CHOICE_ORDERS = ("given", "cyclic")
 """How a choice question is read: once as given, or once in each cyclic order of its options (averaged)."""
 
 
+def checked(choice_orders: str) -> str:
+    """``choice_orders`` if it is one of ``CHOICE_ORDERS``; else ValueError naming them."""
+    if choice_orders not in CHOICE_ORDERS:
+        raise ValueError(f"choice_orders {choice_orders!r}: expected one of {list(CHOICE_ORDERS)}")
+    return choice_orders
+
+
 def question_orders(kind: str, n: int, choice_orders: str) -> list[list[int]]:
     """The orders a question of ``kind`` with ``n`` options is read in; ``order[j]`` is the given option shown at
     place j. The first is always the given order."""
-    if choice_orders not in CHOICE_ORDERS:
-        raise ValueError(f"choice_orders {choice_orders!r}: expected one of {list(CHOICE_ORDERS)}")
-    if choice_orders == "given" or kind != "choice":
+    if checked(choice_orders) == "given" or kind != "choice":
         return [list(range(n))]
     return [[(j + s) % n for j in range(n)] for s in range(n)]
 

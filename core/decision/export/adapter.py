@@ -14,10 +14,10 @@ unchanged shared-prefill one.
 
 import json
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from safetensors.torch import save_file
 
 from core.decision.decider import Decider, Limits
@@ -25,7 +25,7 @@ from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILE
                                             _read_tensors, check_hashes, check_letters, portable_tokenizer_config,
                                             sha256_file)
 from core.decision.prompt import letter_token_ids
-from core.decision.rotation import CHOICE_ORDERS
+from core.decision.rotation import checked
 from core.decision.softening import Softening, SofteningError, StateTemperature
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
 
@@ -53,9 +53,11 @@ class AdapterCard(BaseModel):
     training: dict[str, Any] = {}
     softening_layer: int | None = None
     """The base layer whose input states ``SOFTENING_FILE`` reads (below every adapted layer); None: as trained."""
-    choice_orders: Literal["given", "cyclic"] = "given"
+    choice_orders: str = "given"
     """How the served arm reads a choice question (``core.decision.rotation``): as given, or in every cyclic order
     of its options with the readings averaged."""
+
+    _choice_orders = field_validator("choice_orders")(checked)
 
 
 def base_weights(base: str) -> Path:
@@ -221,9 +223,9 @@ def set_choice_orders(directory: str | Path, choice_orders: str) -> AdapterCard:
     root = Path(directory)
     card = read_adapter_card(root)
     try:
-        card = AdapterCard.model_validate({**card.model_dump(), "choice_orders": choice_orders})
-    except ValidationError:
-        raise DecisionExportError(f"choice_orders {choice_orders!r}: expected one of {list(CHOICE_ORDERS)}") from None
+        card = card.model_copy(update={"choice_orders": checked(choice_orders)})
+    except ValueError as err:
+        raise DecisionExportError(str(err)) from None
     (root / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
     return card
 
