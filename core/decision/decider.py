@@ -207,7 +207,7 @@ class Decider:
         suffix as tokenized); a reshown question over its limit is cut as the given one would be."""
         suffixes, n_options, readings = [], [], []
         for i, q in enumerate(questions):
-            for order in question_orders(q.kind, len(q.options), self.choice_orders):
+            for order in question_orders(q.kind, q.options, self.choice_orders):
                 shown = type(q)(q.text, reorder(q.options, order), qid=q.qid) if order != sorted(order) else None
                 ids = req.suffixes[i] if shown is None else encode(self.tokenizer, render_suffix(shown.text, shown.options))
                 if shown is not None and (len(ids) > self.limits.max_suffix_tokens or req.truncations[i]):

@@ -2,15 +2,18 @@
 
 A letter arm answers in the order its options are given. Choice options are shuffled in training, so every order
 is one the arm knows, yet its readings in different orders disagree; their mean is an ensemble the arm already
-holds (results/smollm2_decision/orders/rule.md). Score and noul options keep their one trained order.
+holds (results/smollm2_decision/orders/rule.md). Score and noul options keep their one trained order, and "None of
+the above" stays last, where training always puts it (``core.decision.data.nota``).
 
-    orders = question_orders("choice", 3, "cyclic")   # [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    orders = question_orders("choice", ["a", "b", "c"], "cyclic")   # [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
     merged = merge_readings(probs, orders)            # probs[i] read in orders[i], merged in the given order
     shown, readings = rows_in_orders(rows, "cyclic")  # evaluation rows, each as the served arm reads it
     per_row = merge_all(probs_of_shown, readings, len(rows))
 """
 
 from typing import Sequence
+
+from core.decision.data.rows import NOTA
 
 CHOICE_ORDERS = ("given", "cyclic")
 """How a choice question is read: once as given, or once in each cyclic order of its options (averaged)."""
@@ -23,12 +26,14 @@ def checked(choice_orders: str) -> str:
     return choice_orders
 
 
-def question_orders(kind: str, n: int, choice_orders: str) -> list[list[int]]:
-    """The orders a question of ``kind`` with ``n`` options is read in; ``order[j]`` is the given option shown at
-    place j. The first is always the given order."""
+def question_orders(kind: str, options: Sequence[str], choice_orders: str) -> list[list[int]]:
+    """The orders a question of ``kind`` with these ``options`` is read in; ``order[j]`` is the given option shown at
+    place j. The first is always the given order; a last "None of the above" stays last."""
+    n = len(options)
     if checked(choice_orders) == "given" or kind != "choice":
         return [list(range(n))]
-    return [[(j + s) % n for j in range(n)] for s in range(n)]
+    m = n - 1 if options[-1] == NOTA else n  # the options that turn
+    return [[(j + s) % m for j in range(m)] + list(range(m, n)) for s in range(m)]
 
 
 def reorder(options: Sequence, order: Sequence[int]) -> list:
@@ -72,7 +77,7 @@ def rows_in_orders(rows: Sequence, choice_orders: str) -> tuple[list, list[tuple
     one row per reading, options, label and posterior reordered; and each one's (row, order) for ``merge_all``."""
     shown, readings = [], []
     for i, r in enumerate(rows):
-        for order in question_orders(r.kind, len(r.options), choice_orders):
+        for order in question_orders(r.kind, r.options, choice_orders):
             shown.append(r if order == sorted(order) else r.model_copy(update={
                 "options": reorder(r.options, order), "label": order.index(r.label),
                 "posterior": reorder(r.posterior, order) if r.posterior else r.posterior}))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from core.decision import system_one
-from core.decision.data.rows import DecisionRow
+from core.decision.data.rows import NOTA, DecisionRow
 from core.decision.export.adapter import DecisionExportError, load_adapter_decider, read_adapter_card, set_choice_orders
 from core.decision.questions import Choice, Noul, Score
 from core.decision.rotation import merge_all, merge_readings, question_orders, reorder, rows_in_orders
@@ -20,13 +20,19 @@ TICKET = "My card was charged twice for one invoice."
 
 
 def test_a_choice_is_read_in_each_cyclic_order_and_score_and_noul_in_their_one():
-    assert question_orders("choice", 3, "cyclic") == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
-    assert question_orders("choice", 3, "given") == [[0, 1, 2]]
-    assert question_orders("score", 4, "cyclic") == [[0, 1, 2, 3]]
-    assert question_orders("noul", 2, "cyclic") == [[0, 1]]
+    assert question_orders("choice", "abc", "cyclic") == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    assert question_orders("choice", "abc", "given") == [[0, 1, 2]]
+    assert question_orders("score", "abcd", "cyclic") == [[0, 1, 2, 3]]
+    assert question_orders("noul", ("true", "false"), "cyclic") == [[0, 1]]
     assert reorder(["a", "b", "c"], [2, 0, 1]) == ["c", "a", "b"]
     with pytest.raises(ValueError, match="choice_orders 'every'"):
-        question_orders("choice", 3, "every")
+        question_orders("choice", "abc", "every")
+
+
+def test_none_of_the_above_stays_last_where_training_puts_it():
+    assert question_orders("choice", ["a", "b", "c", NOTA], "cyclic") == [[0, 1, 2, 3], [1, 2, 0, 3], [2, 0, 1, 3]]
+    assert question_orders("choice", ["a", NOTA], "cyclic") == [[0, 1]]  # one option to turn: read once
+    assert question_orders("choice", [NOTA, "a", "b"], "cyclic") == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]  # not last
 
 
 def test_readings_are_mapped_back_to_the_given_order_and_averaged():
