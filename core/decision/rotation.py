@@ -11,6 +11,7 @@ the above" stays last, where training always puts it (``core.decision.data.nota`
     per_row = merge_all(probs_of_shown, readings, len(rows))
 """
 
+import copy
 from typing import Sequence
 
 from core.decision.data.rows import NOTA
@@ -24,6 +25,21 @@ def checked(choice_orders: str) -> str:
     if choice_orders not in CHOICE_ORDERS:
         raise ValueError(f"choice_orders {choice_orders!r}: expected one of {list(CHOICE_ORDERS)}")
     return choice_orders
+
+
+def reading_in(decider, choice_orders: str):
+    """``decider`` reading every choice in ``choice_orders``: itself when it already does, else a shallow copy, so a
+    cached decider that every visitor shares is never changed. A model without letter readings (it scores each
+    option's own text, or answers through a pipeline or an endpoint) reads a choice one way only: ValueError."""
+    own = getattr(decider, "choice_orders", None)
+    if own == checked(choice_orders):
+        return decider
+    if own is None:
+        raise ValueError(f"it reads a choice one way only ({type(decider).__name__}: no letter readout whose option "
+                         "order could turn); pick a letter-readout model")
+    twin = copy.copy(decider)
+    twin.choice_orders = choice_orders
+    return twin
 
 
 def question_orders(kind: str, options: Sequence[str], choice_orders: str) -> list[list[int]]:

@@ -16,6 +16,7 @@ from core.decision.evaluation import evalsets, reports
 from core.decision.evaluation.familiarity import NO_SIGNAL, set_note, warning
 from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
+from core.decision.rotation import reading_in
 from core.models import availability, lists
 from core.models.cache import ModelCache, pick
 from core.models.entries import OPTION_DESIGN
@@ -24,6 +25,9 @@ from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
+CHOICE_ORDERS = {"as each model reads them": None, "every cyclic order (letter readouts)": "cyclic"}
+"""The Calibration view's ways to read a choice (``core.decision.rotation``): a model's own, or every cyclic order of
+its options with the readings averaged (a letter readout only)."""
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = ModelCache(open_decider=open_decider)
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
@@ -265,10 +269,11 @@ def _reference(view: reports.CalibrationView):
 
 
 def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts: int, upload: str | None,
-              temperature: bool, resample: str = reports.CONTEXTS, draw: float | None = 0):
-    """Evaluate one or two models on a labelled set (a generated set's ``draw``: its seed): errors (set, model),
-    note, table, two figures, reference."""
+              temperature: bool, resample: str = reports.CONTEXTS, draw: float | None = 0, orders: str | None = None):
+    """Evaluate one or two models on a labelled set (a generated set's ``draw``: its seed), reading choices as
+    ``orders`` says (``CHOICE_ORDERS``): errors (set, model), note, table, two figures, reference."""
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
+    deciders = _in_orders(deciders, orders or next(iter(CHOICE_ORDERS)), errors)
     view, resample = None, resample or reports.CONTEXTS
     try:
         seed = evalsets.draw_of(draw)
@@ -283,7 +288,8 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
                 gr.update(visible=False), gr.update(visible=False)]
     names = [r.name for r in view.reports]
     drawn = "" if source == evalsets.UPLOAD else f", draw {seed}{' (the documented one)' if seed == 0 else ''}"
-    note = (f"{len(items)} rows from {inert(source)}{drawn} · {view.seconds:.1f} s · "
+    turned = " · every choice read in each cyclic order of its options" if CHOICE_ORDERS.get(orders) else ""
+    note = (f"{len(items)} rows from {inert(source)}{drawn}{turned} · {view.seconds:.1f} s · "
             f"{reports.resampling_note(items, resample)}")
     if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
@@ -291,6 +297,23 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     table = pd.DataFrame(reports.metrics_rows(view.reports), columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
+
+
+def _in_orders(deciders: dict, orders: str, errors: dict) -> dict:
+    """Each decider reading choices as ``orders`` says (copies: the cached ones stay as they are); what cannot is
+    named in ``errors["model"]``."""
+    if orders not in CHOICE_ORDERS:
+        errors.setdefault("model", f"choice orders must be one of {list(CHOICE_ORDERS)}; got {inert(str(orders)[:40])!r}")
+        return deciders
+    if CHOICE_ORDERS[orders] is None:
+        return deciders
+    out = {}
+    for name, decider in deciders.items():
+        try:
+            out[name] = reading_in(decider, CHOICE_ORDERS[orders])
+        except ValueError as err:
+            errors.setdefault("model", f"{inert(name)} cannot be read in every cyclic order: {err}")
+    return out
 
 
 def _set_familiarity(decider, states: list[str]) -> list | None:

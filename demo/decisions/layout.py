@@ -146,6 +146,10 @@ def _calibration_panel(models_dir: gr.State):
             set_err = _error_line()
             with gr.Accordion("Upload format", open=False):
                 gr.Markdown(UPLOAD_HELP)
+            orders = gr.Radio(list(h.CHOICE_ORDERS), value=next(iter(h.CHOICE_ORDERS)), label="Read each choice",
+                              info="every cyclic order: a letter readout answers once per order of the options, the "
+                                   "readings averaged: how much its answers hang on where an option stands",
+                              elem_id="dq-orders")
             temperature = gr.Checkbox(label="Add temperature scaling fitted on a held-out half (post-hoc reference)")
             resample = gr.Radio(list(RESAMPLE_UNITS), value=CONTEXTS, label="Intervals resample whole",
                                 info="families: the natural tickets' issue and urgency families, the unit a claim of "
@@ -161,7 +165,7 @@ def _calibration_panel(models_dir: gr.State):
             ref_table = gr.Dataframe(visible=False, interactive=False, wrap=True, label="Post-hoc reference")
     model_a.change(h.model_note, [models_dir, model_a], note, api_name=False)
     upload.change(h.check_upload, upload, set_err, api_name=False)  # this file's message, no earlier one
-    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature, resample, draw],
+    run.click(h.calibrate, [models_dir, model_a, model_b, source, contexts, upload, temperature, resample, draw, orders],
               [set_err, model_err, summary, table, reliability, selective, ref_note, ref_table], api_name="calibrate")
     return model_a, model_b, note
 

@@ -119,6 +119,11 @@ def test_calibration_on_natural_tickets_resamples_whole_families(browser, app_ur
     page.locator("#dq-evaluate").click()
     page.get_by_text("rows from natural tickets (held-out families), draw 1", exact=False).wait_for(timeout=2 * WAIT_MS)
     page.screenshot(path=str(tmp_path / "decisions_calibration_draw.png"), full_page=True)
+    page.locator("#dq-orders").get_by_label("every cyclic order", exact=False).check()  # the letter arm, every order
+    page.locator("#dq-evaluate").click()
+    page.get_by_text("draw 1 · every choice read in each cyclic order of its options", exact=False).wait_for(
+        timeout=2 * WAIT_MS)
+    page.screenshot(path=str(tmp_path / "decisions_calibration_orders.png"), full_page=True)
 
 
 def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):

@@ -84,6 +84,9 @@ def test_every_documented_endpoint_takes_the_documented_names(client):
     cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "contexts", 1,
                          api_name="/calibrate")
     assert ", draw 1 · " in cal[2] and cal[3]["data"]
+    cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "contexts", 1,
+                         "every cyclic order (letter readouts)", api_name="/calibrate")
+    assert ", draw 1 · every choice read in each cyclic order of its options · " in cal[2] and cal[3]["data"]
     cal = client.predict("tiny-a", "", "natural tickets (held-out families)", 10, None, False, "contexts", -3,
                          api_name="/calibrate")
     assert "draw must be a whole number from 0 to 9999" in str(cal[0]) and "-3" in str(cal[0])

@@ -141,3 +141,19 @@ def test_a_cyclic_arm_answers_through_the_pipeline_as_its_decider(arms):
     assert system_one.probabilities_of(theirs["team"]) == pytest.approx(system_one.probabilities_of(ours["team"]), abs=1e-5)
     plain = load_adapter_decider(arms[0]).score(request)["answers"]
     assert system_one.probabilities_of(plain["team"]) != pytest.approx(system_one.probabilities_of(ours["team"]), abs=1e-4)
+
+
+def test_reading_in_another_order_is_a_copy_and_a_model_without_letters_is_refused():
+    from core.decision.rotation import reading_in
+
+    class Letters:
+        choice_orders = "given"
+
+    model = Letters()
+    twin = reading_in(model, "cyclic")
+    assert twin is not model and twin.choice_orders == "cyclic" and model.choice_orders == "given"
+    assert reading_in(model, "given") is model and reading_in(twin, "cyclic") is twin
+    with pytest.raises(ValueError, match="reads a choice one way only"):
+        reading_in(object(), "cyclic")
+    with pytest.raises(ValueError, match="choice_orders 'all'"):
+        reading_in(model, "all")

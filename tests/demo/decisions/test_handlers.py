@@ -334,3 +334,33 @@ def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally
         assert probe[3][cols[2]].tolist() == probe[3][cols[3]].tolist()
     finally:
         srv.httpd.shutdown()
+
+
+def test_calibrate_reads_every_choice_in_each_cyclic_order_without_changing_the_cached_model(models_dir):
+    from core.decision.evaluation.evalsets import SPLIT as TEST
+
+    every = list(h.CHOICE_ORDERS)[1]
+    given = h.calibrate(models_dir, "tiny-a", "", TEST, 10, None, False)
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", TEST, 10, None, False, "contexts", 0, every)
+    assert not set_err["visible"] and not model_err["visible"]
+    assert " · every choice read in each cyclic order of its options · " in note and "cyclic" not in given[2]
+    assert not table.equals(given[3])  # the tiny arm's choices read otherwise
+    cached = h.CACHE.decider(next(e for e in h.lists.decision_entries(models_dir) if e.key == "tiny-a"))
+    assert cached.choice_orders == "given"  # the copy read them; the model every visitor shares is unchanged
+    again = h.calibrate(models_dir, "tiny-a", "", TEST, 10, None, False)
+    assert again[3].equals(given[3])
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", TEST, 10, None, False, "contexts", 0,
+                                                      "<b>sideways</b>")
+    assert model_err["visible"] and "choice orders must be one of" in model_err["value"] and "<b>" not in model_err["value"]
+    assert table is None
+
+
+def test_calibrate_names_a_model_that_reads_a_choice_one_way_only():
+    from core.decision.evaluation.evalsets import SPLIT as TEST
+    from core.models.entries import SHIPPED_OPTION_SCORERS
+
+    scorer = SHIPPED_OPTION_SCORERS[0][0]
+    _, model_err, _, table, *_ = h.calibrate("", scorer, "", TEST, 10, None, False, "contexts", 0,
+                                             list(h.CHOICE_ORDERS)[1])
+    assert model_err["visible"] and f"{scorer} cannot be read in every cyclic order: it reads a choice one way only" \
+        in model_err["value"] and table is None
