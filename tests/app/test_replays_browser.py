@@ -125,10 +125,11 @@ def test_typo_run_name_is_refused_and_the_table_stays(browser, app_url, tmp_path
 
 def test_nested_upload_gets_a_message_and_the_box_recovers(browser, app_url, tmp_path):
     page = _open(browser, app_url)
+    page.get_by_text("6 episodes").wait_for(timeout=WAIT_MS)  # the page's own load done, as a visitor would see it
     nested = tmp_path / "nested.json"
     nested.write_bytes(b"[" * 100_000)
     page.locator("input[type=file]").first.set_input_files(str(nested))
-    page.get_by_text("nested too deeply", exact=False).wait_for(timeout=WAIT_MS)
+    page.get_by_text("nested too deeply", exact=False).wait_for(timeout=2 * WAIT_MS)  # sent, read and refused
     assert page.get_by_text("Error", exact=True).count() == 0  # no bare error toast
     page.screenshot(path=str(tmp_path / "replays_nested_upload.png"), full_page=True)
     bom = tmp_path / "bom.jsonl"
