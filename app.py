@@ -28,8 +28,9 @@ SESSIONS_KEPT = 500
 """Browser sessions whose state the server keeps (gradio's default is 10,000); the oldest beyond
 this are dropped, so per-session memory has an overall bound (uploads have their own, in
 core.runs.uploads)."""
-INTRO = ("# ClarifyLab\nSmall language models that *ask before they act*: replay logged clarify "
-         "episodes, see why each one scored what it did, and compare policies.")
+INTRO = ("# ClarifyLab\nSmall language models that *ask before they act* and *decide with calibrated "
+         "probabilities*: replay logged clarify episodes and see why each scored what it did, play one "
+         "live, and ask a decision model typed questions about a state.")
 
 
 def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path = DECISION_MODELS,

@@ -4,8 +4,10 @@ Every example is the kind of input the shipped models were trained on (core.deci
 support ticket, an order record (a JSON object), an access-policy request, each with the training
 data's own questions, and one genuinely ambiguous ticket in the same phrasing with one billing
 and one security cue, whose true posterior is 0.5/0.5 between the two (the known-posterior
-probe's two-cue case), so a calibrated model should split its probability. Text unlike these
-gets an out-of-distribution warning with each answer (``core.decision.evaluation.familiarity``).
+probe's two-cue case), so a calibrated model should split its probability. The last is a ticket
+as a person writes it (no field names, no department's keyword): the real-body readouts read it,
+the tiny models trained on synthetic data alone warn that it is unlike their data
+(``core.decision.evaluation.familiarity``).
 """
 
 from dataclasses import dataclass
@@ -62,6 +64,17 @@ EXAMPLES: tuple[Example, ...] = (
         (
             QuestionRow("choice", "Which department should handle this ticket?",
                         "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
+            QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
+        ),
+    ),
+    Example(
+        "Ticket as a person writes it",
+        "Hi there, our finance person says the last two invoices both charged us for 40 seats, but we cut "
+        "down to 25 in October. Could someone look into it and credit us the difference? Thanks, Dana",
+        (
+            QuestionRow("choice", "Which department should handle this ticket?",
+                        "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
+            QuestionRow("score", "What priority does this ticket have?", "P3_LOW\nP2_NORMAL\nP1_HIGH\nP0_CRITICAL"),
             QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
         ),
     ),

@@ -200,7 +200,8 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
                 f"(warmup, RLCD, RLVR, oracle, and the option scorer) were all trained on {TRAINED_ON}; they differ "
                 f"in objective and design, not data, and their calibration was measured on that kind of data only: "
                 f"every answer says whether the state is like it (the share of its words outside the model's "
-                f"training vocabulary; above {THRESHOLD:.0%} it warns). The examples below are of that kind.",
+                f"training vocabulary; above {THRESHOLD:.0%} it warns). The examples below are of that kind, but the "
+                f"last: a ticket as a person writes it, which the real-body models read and the tiny ones warn on.",
                 elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):

@@ -30,3 +30,28 @@ def test_the_default_on_all_natural_test_tickets_reads_the_published_evaluation(
     for metric, key in (("accuracy", "accuracy"), ("ECE (15 bins)", "ece"), ("mean confidence", "mean_confidence")):
         assert shown[metric].startswith(f"{want[key]:.3f} ["), (metric, shown[metric], want[key])
     assert f"{MODEL}: " in note and "out of distribution" in note  # 2.3% of test tickets are flagged
+
+
+def test_the_person_written_example_is_read_by_the_default_and_warned_on_by_a_tiny_arm(tmp_path):
+    """The example the tab offers for natural text shows what each kind of model can read."""
+    from core.models.availability import check_pooled
+    from core.models.entries import SHIPPED_DIR
+
+    found = check_pooled(SHIPPED_DIR / MODEL)
+    if not found.ok:
+        pytest.skip(found.message)
+    torch.set_num_threads(2)
+    state, n, *rest = h.load_example("Ticket as a person writes it")
+    values = rest[h.MAX_QUESTIONS:]
+    by_model = {}
+    for model in (MODEL, "decision-rlcd"):
+        *errors, figure, table, notes, answers = h.ask(str(tmp_path), model, "", state, n, *values)
+        assert not any(e["visible"] for e in errors), errors
+        assert list(answers) == [model] and list(answers[model]) == ["q1", "q2", "q3"]
+        by_model[model] = (table, notes)
+    table, notes = by_model[MODEL]
+    assert table["answer"][0] == "BILLING" and "unlike" not in notes
+    assert all(cell.startswith("like it") for cell in table["input vs training"])
+    table, notes = by_model["decision-rlcd"]
+    assert all(cell.startswith("⚠ unlike it") for cell in table["input vs training"])
+    assert "Out of distribution for decision-rlcd" in notes
