@@ -164,7 +164,7 @@ def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFram
         for qid, ans in answers.items():
             r = builder.reading(qid, ans)
             a, conf = r.answer, r.answer.confidence
-            out.append([key, qid, a.top + (" ⚠ close" if r.close else ""),
+            out.append([key, qid, plots.option_label(ans, a.top) + (" ⚠ close" if r.close else ""),
                         "" if conf is None else round(conf, 3), "" if conf is None else sources[key],
                         round(a.max_p, 3), round(a.entropy_confidence, 3), "" if a.value is None else round(a.value, 3),
                         round(r.margin, 3), _ood_cell(known.get(key))])

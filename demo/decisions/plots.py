@@ -28,10 +28,11 @@ def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
     return f"<b>{plot_text(qid)}</b> · {plot_text(short)}{badge}"
 
 
-def _labels(ans: Mapping, keys: list[str]) -> list[str]:
-    """Bar labels: option keys, a score level with its criterion (System One keys levels "0".."K-1")."""
-    legend = ans.get("legend") or {}
-    return [f"{k}: {legend[k]}" if legend.get(k) else k for k in keys]
+def option_label(ans: Mapping, key: str) -> str:
+    """An option as the reader knows it: its key, a score level with its criterion (System One keys
+    levels "0".."K-1" and names them in the answer's legend)."""
+    named = (ans.get("legend") or {}).get(key)
+    return f"{key}: {named}" if named else key
 
 
 def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[str, Mapping]]) -> go.Figure:
@@ -52,7 +53,7 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
         for row, qid in enumerate(qids, 1):
             ans = answers[qid]
             by_option = probabilities_of(ans)
-            keys, probs = _labels(ans, list(by_option)), list(by_option.values())
+            keys, probs = [option_label(ans, k) for k in by_option], list(by_option.values())
             chosen = [k == top_option(ans) for k in by_option]
             fig.add_bar(
                 x=probs, y=[plot_text(k) for k in keys], orientation="h", name=plot_text(name), legendgroup=plot_text(name),

@@ -51,6 +51,7 @@ def test_the_person_written_example_is_read_by_the_default_and_warned_on_by_a_ti
         by_model[model] = (table, notes)
     table, notes = by_model[MODEL]
     assert table["answer"][0] == "BILLING" and "unlike" not in notes
+    assert table["answer"][1].split(": ")[1] in {"P3_LOW", "P2_NORMAL", "P1_HIGH", "P0_CRITICAL"}  # a level, named
     assert all(cell.startswith("like it") for cell in table["input vs training"])
     table, notes = by_model["decision-rlcd"]
     assert all(cell.startswith("⚠ unlike it") for cell in table["input vs training"])
