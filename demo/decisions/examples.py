@@ -25,16 +25,19 @@ class Example:
     rows: tuple[QuestionRow, ...]
 
 
+TICKET_QUESTIONS = (
+    QuestionRow("choice", "Which department should handle this ticket?",
+                "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
+    QuestionRow("score", "What priority does this ticket have?", "P3_LOW\nP2_NORMAL\nP1_HIGH\nP0_CRITICAL"),
+    QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
+)
+"""The triage data's three questions of a ticket: department, priority, page now."""
+
 EXAMPLES: tuple[Example, ...] = (
     Example(
         "Support ticket",
         "Ticket 4471\nCustomer tier: BUSINESS\nMessage: I was charged twice.\nNote: would like it fixed this week.",
-        (
-            QuestionRow("choice", "Which department should handle this ticket?",
-                        "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
-            QuestionRow("score", "What priority does this ticket have?", "P3_LOW\nP2_NORMAL\nP1_HIGH\nP0_CRITICAL"),
-            QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
-        ),
+        TICKET_QUESTIONS,
     ),
     Example(
         "Order record",
@@ -71,12 +74,7 @@ EXAMPLES: tuple[Example, ...] = (
         "Ticket as a person writes it",
         "Hi there, our finance person says the last two invoices both charged us for 40 seats, but we cut "
         "down to 25 in October. Could someone look into it and credit us the difference? Thanks, Dana",
-        (
-            QuestionRow("choice", "Which department should handle this ticket?",
-                        "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
-            QuestionRow("score", "What priority does this ticket have?", "P3_LOW\nP2_NORMAL\nP1_HIGH\nP0_CRITICAL"),
-            QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
-        ),
+        TICKET_QUESTIONS,
     ),
 )
 
