@@ -180,12 +180,29 @@ def model_report(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence[
                        FAMILIES if families else CONTEXTS)
 
 
+OUTSIDE = "†"
+"""Marks an estimate outside its own percentile interval (``OUTSIDE_NOTE`` says why)."""
+OUTSIDE_NOTE = (f"{OUTSIDE} the estimate lies outside its percentile interval: sampling noise inflates each bin's "
+                "|accuracy - confidence| gap and a resample adds its own on top, so a binned ECE runs higher on "
+                "resamples than on the set itself; on a small set the whole interval can sit above the estimate.")
+
+
+def interval_cell(iv: Interval) -> str:
+    """``value [lo, hi]`` ("—" when undefined), marked when the value lies outside its interval."""
+    if math.isnan(iv.mean):
+        return "—"
+    outside = f" {OUTSIDE}" if not iv.lo <= iv.mean <= iv.hi else ""
+    return f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]{outside}"
+
+
+def outside_note(rows: Sequence[Sequence[str]]) -> str:
+    """``OUTSIDE_NOTE`` when a table cell is marked ``OUTSIDE``, else "": the reader is told why, once."""
+    return OUTSIDE_NOTE if any(OUTSIDE in str(cell) for row in rows for cell in row) else ""
+
+
 def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
     """Table rows: metric, then ``value [lo, hi]`` per report ("—" when undefined)."""
-    def cell(iv: Interval) -> str:
-        return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
-
-    rows = [[label] + [cell(r.metrics[key]) for r in reports] for key, label in METRICS]
+    rows = [[label] + [interval_cell(r.metrics[key]) for r in reports] for key, label in METRICS]
     units = sorted({r.resampled for r in reports}) or [CONTEXTS]
     return rows + [[f"rows ({' / '.join(units)} resampled)"] + [str(r.n) for r in reports]]
 
@@ -289,13 +306,10 @@ def probe_summary(name: str, items: Sequence[EvalItem], probs: Sequence[Sequence
 
 def probe_rows(summaries: Sequence[ProbeSummary]) -> tuple[list[str], list[list]]:
     """(columns, rows) of the probe table: group, ideal, ``mean [lo, hi]`` per model, published values."""
-    def cell(iv: Interval) -> str:
-        return "—" if math.isnan(iv.mean) else f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
-
     groups = list(summaries[0].groups) if summaries else [g.label for g in PROBE_GROUPS]
     ideal = {g.label: g.ideal for g in PROBE_GROUPS}
     cols = ["group", "ideal", *[s.name for s in summaries], *[f"published {a}" for a in PUBLISHED_PROBE]]
-    rows = [[g, ideal[g], *[cell(s.groups[g]) for s in summaries], *[PUBLISHED_PROBE[a].get(g, "") for a in PUBLISHED_PROBE]]
+    rows = [[g, ideal[g], *[interval_cell(s.groups[g]) for s in summaries], *[PUBLISHED_PROBE[a].get(g, "") for a in PUBLISHED_PROBE]]
             for g in groups]
     return cols, rows
 

@@ -169,6 +169,7 @@ def test_calibrate_on_natural_tickets_says_how_many_states_are_unlike_the_traini
     # the tiny arms' vocabulary was fitted on synthetic tickets: people's tickets are out of distribution
     assert "tiny-a: " in note and "out of distribution" in note
     assert table["metric"][0] == "accuracy"
+    assert "outside its percentile interval" not in note  # no estimate here lies outside its interval
 
 
 def test_calibrate_on_natural_tickets_can_resample_whole_families(models_dir):

@@ -10,8 +10,8 @@ from core import calibration as cal
 from core.decision import Choice, Noul
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import (
-    FAMILIES, RESAMPLES, clusters_of, evaluate, fit_temperature, metrics_rows, model_report, probabilities,
-    probe_summary, resampling_note, scale, split_contexts,
+    FAMILIES, OUTSIDE, RESAMPLES, clusters_of, evaluate, fit_temperature, metrics_rows, model_report, outside_note,
+    probabilities, probe_summary, resampling_note, scale, split_contexts,
 )
 from core.decision.questions import make_answer
 from core.stats import bootstrap_mean
@@ -92,6 +92,20 @@ def test_undefined_nota_rates_show_a_dash():
     assert math.isnan(rep.metrics["nota_recall"].mean)
     rows = {r[0]: r[1] for r in metrics_rows([rep])}
     assert rows["NOTA recall"] == "—" and rows["accuracy"].startswith("1.000 [")
+
+
+def test_an_ece_below_its_own_interval_is_marked_and_a_mean_never_is():
+    """A set calibrated exactly (ECE 0: 16 of 20 right at 0.8, 12 of 20 at 0.6) reads an ECE above 0 on every
+    resample, so its percentile interval sits wholly above the estimate: the cell says so."""
+    rows = [(0.8, int(i >= 16)) for i in range(20)] + [(0.6, int(i >= 12)) for i in range(20)]
+    items = [EvalItem(f"c{i}", f"s{i}", Noul("Page now?"), label) for i, (_, label) in enumerate(rows)]
+    rep = model_report("m", items, [[p, 1 - p] for p, _ in rows])
+    ece, acc = rep.metrics["ece"], rep.metrics["accuracy"]
+    assert ece.mean == pytest.approx(0.0, abs=1e-12) and ece.lo > 0.0
+    cells = {r[0]: r[1] for r in metrics_rows([rep])}
+    assert cells["ECE (15 bins)"] == f"{ece.mean:.3f} [{ece.lo:.3f}, {ece.hi:.3f}] {OUTSIDE}"
+    assert acc.lo <= acc.mean <= acc.hi and OUTSIDE not in cells["accuracy"]
+    assert outside_note(metrics_rows([rep])).startswith(OUTSIDE) and outside_note([["accuracy", cells["accuracy"]]]) == ""
 
 
 def test_temperature_undoes_overconfidence_on_held_out_contexts():
