@@ -21,7 +21,7 @@ from core.runs.transcripts import plot_text as label
 FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
 """Family -> colour, in the families table's order (Tableau-like, colour-blind tolerant)."""
 COMPONENT_COLORS = {"FormatCheck": "#9D9D9D", "FieldMatch": "#2F4B7C", "InfoGain": "#1B9E9E",
-                    "QuestionEfficiency": "#C9A227", "HallucinationCheck": "#8C564B"}
+                    "QuestionEfficiency": "#C9A227", "HallucinationCheck": "#8C564B", "QuestionCost": "#B5523B"}
 """Component -> colour; deliberately none of the family colours, so no chart mixes the two."""
 RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
 """Bar pattern per run, in the order runs are given."""

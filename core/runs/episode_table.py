@@ -26,6 +26,8 @@ COMPONENT_WEIGHTS = {f"{name}Rubric": w for name, w in RUBRIC_WEIGHTS.items()}
 COMPONENTS = ("FormatCheckRubric", *COMPONENT_WEIGHTS)
 V3_COMPONENT_WEIGHTS = dict(V3_WEIGHTS)
 """Rubric v3's components: FieldMatch less the question cost."""
+KNOWN_COMPONENTS = (*COMPONENTS, *(c for c in V3_COMPONENT_WEIGHTS if c not in COMPONENTS))
+"""Every component a table keeps from an episode's breakdown, under any rubric."""
 
 
 def rubric_components(frame: pd.DataFrame) -> tuple[tuple[str, ...], dict[str, float]]:
@@ -102,7 +104,7 @@ def record_row(run: str, record: dict) -> dict:
     }
     if breakdown:  # only the known components: a log's own names (``run``, ``score``) must not overwrite columns
         components = breakdown.get("components") or {}
-        row.update({name: components[name] for name in COMPONENTS if name in components})
+        row.update({name: components[name] for name in KNOWN_COMPONENTS if name in components})
     return row
 
 

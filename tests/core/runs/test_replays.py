@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.clarify.rubrics import QUESTION_COST
 from core.records import Episode
 from core.runs import episode_table as table
 from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
@@ -127,6 +128,19 @@ def test_aggregates(root):
     assert set(comps["component"]) == set(table.COMPONENTS)
     iv = table.run_interval(frame, ORACLE)
     assert iv.n == 6 and iv.lo <= iv.mean <= iv.hi
+
+
+def test_a_v3_run_charts_each_component_its_score_is_made_of():
+    """The shipped ask-all run under rubric v3: FieldMatch less the question cost is the mean score, so the
+    overview's component bars hold every term (the cost was once dropped, leaving bars at 1.0 for a 0.735 run)."""
+    shipped, run = Path(__file__).resolve().parents[3] / "replays", "clarifylab-cued-v3/ask-all"
+    frame = runs_table(shipped, [run])
+    components, weights = table.rubric_components(frame)
+    means = table.component_means(frame, components).set_index("component")["mean"]
+    assert set(means.index) == set(components) == {"FormatCheckRubric", "FieldMatchRubric", "QuestionCostRubric"}
+    assert means["QuestionCostRubric"] == pytest.approx(QUESTION_COST * frame["questions"].mean())
+    total = sum(weights[c] * means[c] for c in weights)  # every gate passed and no score floored at 0 here
+    assert (frame["gate"] == "pass").all() and total == pytest.approx(frame["score"].mean())
 
 
 def test_exports_round_trip(root, tmp_path):
