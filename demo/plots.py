@@ -180,7 +180,9 @@ def breakdown_bars(breakdown: RewardBreakdown | None,
                         hovertemplate="%{x}<br>recorded %{y:.3f}<extra></extra>")
         fig.update_layout(title_subtitle_text=f"bars: ours · ◆ recorded by {label(recorded.source)} "
                                               f"(score {recorded.score:.3f}) · solid: weight × value")
-    fig.update_yaxes(range=[0, 1.15], title="value")
+    low = min(0.0, *shares)  # a cost (v3's questions) takes its share below zero
+    fig.update_yaxes(range=[low - 0.15 if low < 0 else 0, 1.15], title="value", zeroline=True,
+                     zerolinecolor="#444")
     _why_zero(fig, reasons or {})
     return fig
 

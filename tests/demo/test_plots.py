@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from core.clarify.rubrics import V3_WEIGHTS
 from core.runs import episode_table as table
 from core.runs.comparison import compare_tables
 from demo import plots
@@ -53,6 +54,15 @@ def test_breakdown_shares_add_up_to_the_score():
     fig = plots.breakdown_bars(bd)
     assert sum(fig.data[1].y) == pytest.approx(0.6)
     assert "gate passed" in fig.layout.title.text
+
+
+def test_a_v3_question_cost_takes_its_share_below_zero():
+    """FieldMatch 1.0 less 4 questions at 0.08: the cost's solid bar stands below the axis, in view."""
+    bd = RewardBreakdown(rubric="v3", total=0.68, gate_passed=True, weights=V3_WEIGHTS,
+                         components={"FormatCheckRubric": 1.0, "FieldMatchRubric": 1.0, "QuestionCostRubric": 0.32})
+    fig = plots.breakdown_bars(bd)
+    assert list(fig.data[1].y) == pytest.approx([1.0, -0.32]) and sum(fig.data[1].y) == pytest.approx(0.68)
+    assert fig.layout.yaxis.range[0] < -0.32 < 0 < 1.0 < fig.layout.yaxis.range[1]
 
 
 def test_breakdown_of_a_failed_gate_contributes_nothing():
