@@ -189,20 +189,22 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     """Lay out the Decisions tab inside ``demo`` (call it within a ``gr.Tab``) and wire its events."""
     folder = gr.State(str(models_dir or ""))
     tab_style(CSS)
-    gr.Markdown(f"**What the models know.** The pooled readouts over SmolLM2-135M-Instruct (decision-smollm2-pooled-*, "
-                f"the default when its base is installed) read support tickets written as people write them, besides "
-                f"the synthetic data; their answers say how far the state lies from their training states, in the "
-                f"body's own states (below {FAMILIAR_BELOW:.0%} of them farther out, it warns). The letter arms on the same "
-                f"body (decision-smollm2-warmup, -rlcd, -rlvr: a grafted attention head and LoRA on its last layer) "
-                f"answer as letters and read the tickets less well; they soften their answers far from their training "
-                f"states and warn as the pooled readouts do, measured against their own reference states. "
-                f"The tiny decision models "
-                f"(warmup, RLCD, RLVR, oracle, and the option scorer) were all trained on {TRAINED_ON}; they differ "
-                f"in objective and design, not data, and their calibration was measured on that kind of data only: "
-                f"every answer says whether the state is like it (the share of its words outside the model's "
-                f"training vocabulary; above {THRESHOLD:.0%} it warns). The examples below are of that kind, but the "
-                f"last: a ticket as a person writes it, which the real-body models read and the tiny ones warn on.",
-                elem_id="dq-trained-on")
+    gr.Markdown(
+        "**What the models know.**\n\n"
+        "- **Pooled readouts over SmolLM2-135M-Instruct** (decision-smollm2-pooled-*, the default when its base is "
+        "installed): read support tickets written as people write them, besides the synthetic data; each answer says "
+        f"how far the state lies from their training states, in the body's own states (below {FAMILIAR_BELOW:.0%} of "
+        "them farther out, it warns).\n"
+        "- **Letter arms on the same body** (decision-smollm2-warmup, -rlcd, -rlvr: a grafted attention head and LoRA "
+        "on its last layer): answer as letters and read the tickets less well; they soften their answers far from "
+        "their training states and warn as the pooled readouts do, against their own reference states.\n"
+        f"- **Tiny models** (warmup, RLCD, RLVR, oracle, and the option scorer): trained on {TRAINED_ON}; they differ "
+        "in objective and design, not data, and their calibration was measured on that kind of data only: each answer "
+        f"says whether the state is like it (the share of its words outside the model's vocabulary; above "
+        f"{THRESHOLD:.0%} it warns).\n"
+        "- **The examples** below are of the synthetic kind, but the last: a ticket as a person writes it, which the "
+        "real-body models read and the tiny ones warn on.",
+        elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
             pickers = [_ask_panel(folder)]
