@@ -1,9 +1,9 @@
 """Every measured figure in a results table is read back from the committed output its row links.
 
-A table row in the README's Results or in docs/results.md that links files under results/ or replays/
-is a claim about those files: each decimal, percentage and millisecond figure in it must stand in one
-of them at the precision printed (an interval's 0.838 matches a stored 0.83821). A row with figures
-and no such link must call itself published. So a figure typed by hand, or left behind when a result
+A table row or a paragraph in the README's Results or in docs/results.md that links files under results/
+or replays/ is a claim about those files: each decimal, percentage and millisecond figure in it must
+stand in one of them at the precision printed (an interval's 0.838 matches a stored 0.83821). A table
+row with figures and no such link must call itself published. So a figure typed by hand, or left behind when a result
 was re-run, fails here.
 """
 
@@ -66,20 +66,32 @@ def _stored(path: Path) -> list[float]:
 
 
 def claimed_rows(page: str) -> list[tuple[int, str, list[Path]]]:
-    """(line number, row, linked outputs) for each table row with figures on the page's results part."""
+    """(first line number, unit, linked outputs) for each unit with figures on the page's results part: a
+    table row, or a paragraph of prose (its lines joined) that links a committed output."""
     path = ROOT / page
     heading = PAGES[page]
     text = path.read_text()
     start = text.index(heading)
     end = text.find("\n## ", start + len(heading)) if page == "README.md" else -1
-    rows = []
-    for offset, line in enumerate(text[start:end if end > 0 else None].splitlines()):
-        if not line.startswith("|") or set(line) <= set("|-: ") or not figures(line):
+    first = text[:start].count("\n") + 1
+    units, prose = [], []
+    for offset, line in enumerate(text[start:end if end > 0 else None].splitlines() + [""]):
+        if line.startswith("|"):
+            units.append((first + offset, line, True))
+        elif line.strip() and not line.startswith("#"):
+            prose.append((first + offset, line))
             continue
-        number = text[:start].count("\n") + offset + 1
-        linked = [(path.parent / target).resolve() for target in _LINK.findall(line)]
+        if prose:  # a paragraph ends at a blank line, a heading or a table
+            units.append((prose[0][0], " ".join(part for _, part in prose), False))
+            prose = []
+    rows = []
+    for number, unit, is_row in units:
+        if (is_row and set(unit) <= set("|-: ")) or not figures(unit):
+            continue
+        linked = [(path.parent / target).resolve() for target in _LINK.findall(unit)]
         outputs = [p for p in linked if p.is_file() and str(p.relative_to(ROOT)).startswith(SOURCES)]
-        rows.append((number, line, outputs))
+        if is_row or outputs:  # prose without a source is explanation, not a claim this check can read
+            rows.append((number, unit, outputs))
     return rows
 
 
