@@ -18,15 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"README.md": "## Results", "docs/results.md": "# Results"}
 SOURCES = ("results/", "replays/")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
-_BOUNDS = ("<", ">", "≤", "≥")
+_SET_NOT_MEASURED = ("<", ">", "≤", "≥", "=")
 _FIGURE = re.compile(r"(?<![\w.])([+\-−]?\d+(?:,\d{3})*(?:\.(\d+))?)(\s?ms\b|%)?(?![\w.])")
 
 
 def figures(text: str) -> list[tuple[float, float]]:
     """The (value, half a unit of its last printed digit) of each decimal, % and ms figure in text.
 
-    Whole numbers without a unit (counts, seeds, K) are not figures, nor is a bound (after <, >, ≤
-    or ≥: a bar, not a measurement); a percentage is a share.
+    Whole numbers without a unit (counts, seeds, K) are not figures, nor is a bound or a setting
+    (after <, >, ≤, ≥ or =: a bar or a β, not a measurement); a percentage is a share.
     >>> figures("0.849 [0.838, 0.858], 98%, 448 ms, K = 4, bar ≥ 0.70")
     [(0.849, 0.0005), (0.838, 0.0005), (0.858, 0.0005), (0.98, 0.005), (448.0, 0.5)]
     """
@@ -34,7 +34,7 @@ def figures(text: str) -> list[tuple[float, float]]:
     text = _LINK.sub("", text)
     for m in _FIGURE.finditer(text):
         number, decimals, unit = m.group(1), m.group(2), (m.group(3) or "").strip()
-        if (decimals is None and not unit) or text[:m.start()].rstrip().endswith(_BOUNDS):
+        if (decimals is None and not unit) or text[:m.start()].rstrip().endswith(_SET_NOT_MEASURED):
             continue
         value = float(number.replace("−", "-").replace(",", ""))
         half = 0.5 * 10.0 ** -len(decimals or "")
@@ -113,6 +113,17 @@ def test_every_figure_is_read_from_its_linked_output(page):
     assert not wrong, "\n".join(wrong)
 
 
+def test_published_rows_hold_the_published_figures(reference_dir):
+    """A row marked published reads its figures from the published runs summary (../shared/reference)."""
+    stored = _stored(reference_dir / "clarifyrl" / "runs_summary.json")
+    rows = [(page, number, unit) for page in sorted(PAGES) for number, unit, outputs in claimed_rows(page)
+            if not outputs]
+    assert rows, "no published rows found: the parser or the pages changed"
+    wrong = [f"{page}:{number}: {value:g}" for page, number, unit in rows for value, half in figures(unit)
+             if not any(abs(value - s) <= half + 1e-9 for s in stored)]
+    assert not wrong, "published figures not in runs_summary.json: " + ", ".join(wrong)
+
+
 def test_a_figure_missing_from_its_source_is_caught(tmp_path):
     """The check can fail: a row claiming a number its output does not hold is reported."""
     source = tmp_path / "out.json"
@@ -127,4 +138,4 @@ def test_figures_reads_signs_units_and_skips_counts():
     assert figures("−0.023 [-0.045, +0.004]") == [(-0.023, 0.0005), (-0.045, 0.0005), (0.004, 0.0005)]
     assert figures("1,200 rows, seed 2, 0.6B, v2, [v1](x/0.5.json)") == []
     assert figures("1,000 ms; 2.12") == [(1000.0, 0.5), (2.12, 0.005)]
-    assert figures("bar ≤ +0.01, < 1,000 ms, ≥ 0.70 held: 0.547") == [(0.547, 0.0005)]
+    assert figures("bar ≤ +0.01, < 1,000 ms, ≥ 0.70 held: 0.547, β=0.2") == [(0.547, 0.0005)]
