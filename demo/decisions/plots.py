@@ -155,6 +155,7 @@ def probe_figure(summaries: Sequence, published: Mapping[str, Mapping[str, float
         ivs = [s.groups[g] for g in groups]
         fig.add_bar(x=groups, y=[iv.mean for iv in ivs], name=plot_text(s.name), marker_color=COLORS[m % 2],
                     text=[f"{iv.mean:.3f}" if _finite(iv.mean) else "" for iv in ivs], textposition="inside",
+                    insidetextanchor="middle",  # clear of the interval whisker and the published markers above
                     error_y=dict(type="data", symmetric=False, array=[iv.hi - iv.mean for iv in ivs],
                                  arrayminus=[iv.mean - iv.lo for iv in ivs], color="#111827", thickness=1))
     if summaries:
