@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.json_leaves import leaves
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"README.md": "## Results", "docs/results.md": "# Results"}
 SOURCES = ("results/", "replays/")
@@ -48,21 +50,14 @@ def _stored(path: Path) -> list[float]:
     """Every number a committed output holds: JSON values, or the numbers written in a text file."""
     text = path.read_text()
     if path.suffix == ".json":
-        values = []
-
-        def walk(node):
-            if isinstance(node, dict):
-                for v in node.values():
-                    walk(v)
-            elif isinstance(node, list):
-                for v in node:
-                    walk(v)
-            elif isinstance(node, (int, float)) and not isinstance(node, bool) and math.isfinite(node):
-                values.append(float(node))
-
-        walk(json.loads(text))
-        return values
+        return [float(leaf) for leaf in leaves(json.loads(text))
+                if isinstance(leaf, (int, float)) and not isinstance(leaf, bool) and math.isfinite(leaf)]
     return [float(n.replace("−", "-")) for n in re.findall(r"[+\-−]?\d+(?:\.\d+)?", text)]
+
+
+def unheld(text: str, stored: list[float]) -> list[float]:
+    """The figures of ``text`` that no stored number equals at their printed precision."""
+    return [value for value, half in figures(text) if not any(abs(value - s) <= half + 1e-9 for s in stored)]
 
 
 def claimed_rows(page: str) -> list[tuple[int, str, list[Path]]]:
@@ -105,11 +100,9 @@ def test_every_figure_is_read_from_its_linked_output(page):
             if "published" not in line:
                 wrong.append(f"{page}:{number}: figures without a committed source and not marked published")
             continue
-        stored = [v for p in outputs for v in _stored(p)]
-        for value, half in figures(line):
-            if not any(abs(value - s) <= half + 1e-9 for s in stored):
-                names = ", ".join(str(p.relative_to(ROOT)) for p in outputs)
-                wrong.append(f"{page}:{number}: {value:g} is in none of {names}")
+        names = ", ".join(str(p.relative_to(ROOT)) for p in outputs)
+        wrong += [f"{page}:{number}: {value:g} is in none of {names}"
+                  for value in unheld(line, [v for p in outputs for v in _stored(p)])]
     assert not wrong, "\n".join(wrong)
 
 
@@ -119,8 +112,7 @@ def test_published_rows_hold_the_published_figures(reference_dir):
     rows = [(page, number, unit) for page in sorted(PAGES) for number, unit, outputs in claimed_rows(page)
             if not outputs]
     assert rows, "no published rows found: the parser or the pages changed"
-    wrong = [f"{page}:{number}: {value:g}" for page, number, unit in rows for value, half in figures(unit)
-             if not any(abs(value - s) <= half + 1e-9 for s in stored)]
+    wrong = [f"{page}:{number}: {value:g}" for page, number, unit in rows for value in unheld(unit, stored)]
     assert not wrong, "published figures not in runs_summary.json: " + ", ".join(wrong)
 
 
@@ -129,9 +121,8 @@ def test_a_figure_missing_from_its_source_is_caught(tmp_path):
     source = tmp_path / "out.json"
     source.write_text(json.dumps({"accuracy": 0.8487, "ci": [0.8382, 0.8585], "ms": 448.3}))
     stored = _stored(source)
-    assert all(any(abs(v - s) <= h + 1e-9 for s in stored)
-               for v, h in figures("0.849 [0.838, 0.858] in 448 ms"))
-    assert not any(abs(v - s) <= h + 1e-9 for s in stored for v, h in figures("0.850"))
+    assert unheld("0.849 [0.838, 0.858] in 448 ms", stored) == []
+    assert unheld("0.850 [0.838, 0.858]", stored) == [0.850]
 
 
 def test_figures_reads_signs_units_and_skips_counts():
