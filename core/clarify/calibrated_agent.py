@@ -11,7 +11,7 @@ decision picker loads (our letter arms, the option scorer, a chat model folder, 
 
 import random
 from functools import lru_cache
-from typing import Mapping, Protocol
+from typing import Protocol, Sequence
 
 from core.clarify.cued import field_question
 from core.clarify.cued_policies import play_beliefs
@@ -23,21 +23,24 @@ PREFIX = "decision:"
 
 
 class DecisionModel(Protocol):
-    """What the agent needs of a decision model: answers with option probabilities."""
+    """What the agent needs of a decision model: ``core.decision.model.DecisionModel.decide``, which
+    every kind implements (letter arms, the option scorer, pooled readouts, pipelines, URLs)."""
 
-    def decide(self, state, questions: Mapping[str, object]) -> Mapping[str, object]:
-        """``{qid: Choice}`` -> ``{qid: Answer}`` (each answer's ``probs``: option -> probability)."""
+    def decide(self, state, questions: Sequence[object]) -> Sequence[object]:
+        """``[Choice, ...]`` -> ``[Answer, ...]`` in the same order (each answer's ``probs``: option -> probability)."""
 
 
-def model_beliefs(model: DecisionModel, request: str, fields: list[str]) -> dict[str, list[float]]:
+def model_beliefs(model: DecisionModel, request: str, fields: Sequence[str]) -> dict[str, list[float]]:
     """The model's distribution over each field's vocabulary, from one request with a question per field."""
     from core.decision.questions import Choice  # the decision wing's question type
 
-    questions = {f: Choice(*field_question(f), qid=f) for f in fields}
-    answers = model.decide(request, questions)
+    questions = [Choice(*field_question(f), qid=f) for f in fields]
+    answers = list(model.decide(request, questions))
+    if len(answers) != len(questions):
+        raise ValueError(f"the decision model answered {len(answers)} of {len(questions)} questions")
     out = {}
-    for f, q in questions.items():
-        probs = answers[f].probs
+    for f, q, answer in zip(fields, questions, answers):
+        probs = answer.probs
         total = sum(probs[o] for o in q.options)
         if total <= 0:
             raise ValueError(f"the decision model gave field {f!r} no probability mass")

@@ -26,9 +26,9 @@ class FixedModel:
     def __init__(self, probs_for):
         self.probs_for, self.asked = probs_for, []
 
-    def decide(self, state, questions):
-        self.asked.append((state, {qid: (q.text, list(q.options)) for qid, q in questions.items()}))
-        return {qid: make_answer(q, self.probs_for(state, qid)) for qid, q in questions.items()}
+    def decide(self, state, questions):  # core.decision.model.DecisionModel.decide: a list in, a list out
+        self.asked.append((state, {q.qid: (q.text, list(q.options)) for q in questions}))
+        return [make_answer(q, self.probs_for(state, q.qid)) for q in questions]
 
 
 def truthful(state, field):
@@ -123,11 +123,25 @@ def test_bad_decision_policies_are_refused_with_a_reason(name, message):
         make_calibrated_agent(name)
 
 
-def test_a_shipped_decision_arm_drives_the_agent_through_the_load_once_cache():
+# one shipped model of every local kind: the tiny letter arm, the option scorer, the pooled readout and the
+# letter arm over SmolLM2 (the last two are System One models underneath, as a URL or a pipeline is)
+@pytest.mark.parametrize("folder", ["checkpoints/decision-rlcd", "checkpoints/option-scorer",
+                                    "checkpoints/decision-smollm2-pooled-rlcd", "checkpoints/decision-smollm2-rlcd"])
+def test_a_shipped_decision_model_of_every_kind_drives_the_agent_through_the_load_once_cache(folder):
     # the path the CLI takes: decision:FOLDER -> the models wing's cache -> core.decision's open_decider
-    agent = make_policy("decision:checkpoints/decision-rlcd")
+    agent = make_policy(f"decision:{folder}")
     episode = run_eval(agent, SCENARIOS[:1], rubric="v3")[0]
     start = episode.beliefs.steps[0]
-    assert episode.beliefs.model == "checkpoints/decision-rlcd" and set(start.fields) == set(SCENARIOS[0].required_keys)
+    assert episode.beliefs.model == folder and set(start.fields) == set(SCENARIOS[0].required_keys)
     assert all(sum(p) == pytest.approx(1, abs=1e-3) for p in start.fields.values())
-    assert make_policy("decision:checkpoints/decision-rlcd").model is agent.model  # loaded once
+    assert make_policy(f"decision:{folder}").model is agent.model  # loaded once
+
+
+def test_a_model_answering_too_few_questions_is_named():
+    class Short(FixedModel):
+        def decide(self, state, questions):
+            return super().decide(state, questions)[:-1]
+
+    s = SCENARIOS[0]
+    with pytest.raises(ValueError, match=f"answered {len(s.required_keys) - 1} of {len(s.required_keys)} questions"):
+        model_beliefs(Short(truthful), s.request, s.required_keys)
