@@ -106,7 +106,8 @@ def ask_or_act(paths: Sequence[Path], comparisons: Sequence[Path], baseline: str
     scenarios, rubric, limit, samples, _ = settings.pop()
     rows = [f"| run | policy | avg score [95% CI] | FieldMatch | questions / episode | paired − {baseline} [95% CI] |",
             "|---|---|---|---|---|---|"]
-    short = [f"| {scenarios}, rubric {rubric}, first {limit}, K = {samples} | " + " | ".join(runs) + " |",
+    shown = f"first {limit}" if limit is not None else f"all {next(iter(runs.values())).n_scenarios}"
+    short = [f"| {scenarios}, rubric {rubric}, {shown}, K = {samples} | " + " | ".join(runs) + " |",
              "|---|" + "---|" * len(runs), "| score [95% CI] · questions | ", f"| paired − {baseline} [95% CI] | "]
     for name, s in runs.items():
         paired = _interval(*to_base[name], signed=True) if name in to_base else "-"

@@ -74,7 +74,7 @@ def test_by_cue_reads_the_logged_beliefs_per_cue_kind(tmp_path):
     class Truthful:  # a decision model double that reports the generator's posterior
         def decide(self, state, questions):
             s = next(s for s in scenarios if s.request == state)
-            return {f: make_answer(q, posterior(s, f)) for f, q in questions.items()}
+            return [make_answer(q, posterior(s, q.qid)) for q in questions]
 
     episodes = run_eval(CalibratedAgent(Truthful(), "decision:truthful"), scenarios, rubric="v3")
     write_run(tmp_path / "truthful", episodes, summarize(episodes, policy="decision:truthful"))
@@ -87,3 +87,11 @@ def test_by_cue_reads_the_logged_beliefs_per_cue_kind(tmp_path):
     write_run(tmp_path / "bayes", plain, summarize(plain, policy="bayes"))
     with pytest.raises(ValueError, match="logged no beliefs"):
         cue_table([tmp_path / "bayes"])
+
+
+def test_ask_or_act_names_a_whole_set_by_its_size(tmp_path):
+    scenarios = load_scenarios("clarifylab-cued-v3", limit=4)
+    episodes = run_eval("bayes", scenarios, rubric="v3")
+    write_run(tmp_path / "bayes", episodes, summarize(episodes, policy="bayes", scenarios="clarifylab-cued-v3"))
+    short = ask_or_act([tmp_path / "bayes"], []).split("\n\n")[2]
+    assert short.splitlines()[0] == "| clarifylab-cued-v3, rubric v3, all 4, K = 1 | bayes |"

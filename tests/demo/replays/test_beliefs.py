@@ -23,7 +23,7 @@ class Uniform:
     """A decision model double that knows nothing: every field at its prior."""
 
     def decide(self, state, questions):
-        return {qid: make_answer(q, [1 / len(q.options)] * len(q.options)) for qid, q in questions.items()}
+        return [make_answer(q, [1 / len(q.options)] * len(q.options)) for q in questions]
 
 
 @pytest.fixture
