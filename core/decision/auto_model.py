@@ -30,6 +30,7 @@ from transformers.utils import cached_file
 from core.decision import pooled, system_one
 from core.decision.export import adapter
 from core.decision.export.published import CARD_FILE, FORMAT, load_decider
+from core.decision.questions import render_state
 from core.decision.readout import readout
 from core.decision.rotation import merge_readings
 from core.models.loader import causal_lm
@@ -161,7 +162,7 @@ class PooledDecisionConfig(DecisionConfig):
     def prepare_inputs(self, request: dict[str, Any] | str, processor) -> list[tuple[dict, list]]:
         state, parsed, primitives = parsed_request(request)
         ids = self._decider.state_ids(state, primitives)
-        options, mask = self._decider.option_states(primitives)
+        options, mask = self._decider.option_states(primitives, render_state(state))
         inputs = {"input_ids": torch.tensor([ids]), "marks": torch.tensor([len(ids)]), "options": options,
                   "option_mask": mask}
         return [(inputs, parsed)]

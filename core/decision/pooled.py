@@ -12,10 +12,14 @@ loss is convex in ``M`` and ``w``, fitted by full-batch L-BFGS):
 state: every question shares it); ``z_o`` the same over the option's own tokens in ``"Question: <q>\\nAnswer:
 <option>"`` (no state), less the mean over the question's options (what they share adds the same logit to
 each; centred, their differences are what the scale is fitted to). The softmax covers the question's
-options. A folder holds the head (``pooled_head.safetensors``), the base's ``config.json`` and tokenizer
-(so ``transformers serve`` can host it: ``core.decision.auto_model``) and ``pooled.json`` (format
-``clarifylab-pooled-readout-v1``: the base by location and sha256, the layer, every file's sha256, the
-training record); the base's weights come from its package and are never copied.
+options. A card with ``options_read = "in_context"`` reads each option after the state and its question instead
+(``PooledReader.options(pairs, state)``), for every request: only then do an option's states see what the state says
+of it (which value a request gives which field: results/cued_real_body/probes.md).
+
+A folder holds the head (``pooled_head.safetensors``), the base's ``config.json`` and tokenizer (so ``transformers
+serve`` can host it: ``core.decision.auto_model``) and ``pooled.json`` (format ``clarifylab-pooled-readout-v1``: the
+base by location and sha256, the layer, how options are read, every file's sha256, the training record); the base's
+weights come from its package and are never copied.
 
     decider = open_model("checkpoints/decision-smollm2-pooled-rlcd")
     decider.score("My card was charged twice.", {"team": {"type": "choice", "instructions": "Which team?",
@@ -26,7 +30,7 @@ import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -69,6 +73,9 @@ class PooledCard(BaseModel):
     base_sha256: str
     layer: int
     """The states read are the input of this layer (the output of the first ``layer`` layers)."""
+    options_read: Literal["alone", "in_context"] = "alone"
+    """``alone``: an option's tokens after its question only (kept across requests); ``in_context``: after the state
+    and its question, so the option's states see what the state says of it (read for every request)."""
     sha256: dict[str, str]
     training: dict[str, Any] = {}
 
@@ -154,9 +161,11 @@ class PooledReader:
         """Mean states of states (the prompt's prefix without its header)."""
         return self.mean_states([self.state_ids(t) for t in texts], [self.header] * len(texts))
 
-    def options(self, pairs: Sequence[tuple[str, str]]) -> torch.Tensor:
-        """Mean states of each option's own tokens, read after its question (``OPTION_TEMPLATE``)."""
-        texts = [option_text(q, o) for q, o in pairs]
+    def options(self, pairs: Sequence[tuple[str, str]], state: str | None = None) -> torch.Tensor:
+        """Mean states of each option's own tokens, read after its question (``OPTION_TEMPLATE``), and after the
+        state's prefix when ``state`` is given (options read in context)."""
+        before = "" if state is None else render_prefix(state)
+        texts = [before + option_text(q, o) for q, o in pairs]
         heads = [len(encode(self.tokenizer, t[: t.rindex(ANSWER_CUE) + len(ANSWER_CUE)])) for t in texts]
         return self.mean_states([encode(self.tokenizer, t) for t in texts], heads)
 
@@ -180,7 +189,7 @@ def option_tensor(questions: Sequence[Question], option_states: Mapping[tuple[st
 
 
 def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: int, training: dict,
-                body_config, tokenizer) -> Path:
+                body_config, tokenizer, options_read: str = "alone") -> Path:
     """Write the head, the base's config and tokenizer (what ``transformers serve`` reads to pick the body
     type and tokenize) and the card hashing them all (the base by location and sha256)."""
     from core.decision.export.adapter import base_weights, write_base_files
@@ -192,7 +201,7 @@ def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: in
               metadata={"format": "pt"})
     files = [HEAD_FILE] + write_base_files(out, body_config, tokenizer)
     card = PooledCard(format=FORMAT, base_model=base, base_sha256=sha256_file(base_weights(base)), layer=layer,
-                      sha256={n: sha256_file(out / n) for n in files}, training=training)
+                      options_read=options_read, sha256={n: sha256_file(out / n) for n in files}, training=training)
     (out / CARD_FILE).write_text(json.dumps(card.model_dump(), indent=2) + "\n")
     return out
 
@@ -267,9 +276,13 @@ class PooledDecider(system_one.SystemOneModel):
                     f"the pooled readout reads at most {LIMITS.max_suffix_tokens}")
         return ids, errors
 
-    def option_states(self, questions: Sequence[Question]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Options [Q, K, H] and mask [Q, K] of ``questions`` (each option's states read once, then kept)."""
+    def option_states(self, questions: Sequence[Question], state: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Options [Q, K, H] and mask [Q, K] of ``questions`` about the rendered ``state``: read alone once and then
+        kept, or (a card reading options in context) read after the state for every request."""
         wanted = {(q.text, o) for q in questions for o in q.options}
+        if self.card is not None and self.card.options_read == "in_context":
+            pairs = sorted(wanted)
+            return option_tensor(questions, dict(zip(pairs, self.reader.options(pairs, state))), self.head.w.shape[0])
         with self._lock:  # concurrent requests share the kept states; one may drop what another reads
             if new := sorted(wanted - set(self._options)):
                 self._options.update(zip(new, self.reader.options(new)))
@@ -294,16 +307,16 @@ class PooledDecider(system_one.SystemOneModel):
             states = self.reader.mean_states([ids], [self.reader.header])
         return EmbeddingFamiliarity(float(self.head.familiarity(states)[0]), FAMILIAR_BELOW)
 
-    def probabilities(self, state_ids: list[int], questions: Sequence[Question]) -> list[list[float]]:
-        """Each question's option probabilities, in declared order."""
-        probs = torch.softmax(self.logits(state_ids, *self.option_states(questions)), -1)
+    def probabilities(self, state_ids: list[int], questions: Sequence[Question], state: str) -> list[list[float]]:
+        """Each question's option probabilities, in declared order (``state``: the rendered state of ``state_ids``)."""
+        probs = torch.softmax(self.logits(state_ids, *self.option_states(questions, state)), -1)
         return [probs[i, : len(q.options)].tolist() for i, q in enumerate(questions)]
 
     def _run(self, state: Any, specs: Mapping[str, Any]) -> tuple[dict, int]:
         asked = system_one.questions(specs)
         primitives = [q.primitive for q in asked]
         ids = self.state_ids(state, primitives)
-        probs = self.probabilities(ids, primitives)
+        probs = self.probabilities(ids, primitives, render_state(state))
         return {q.name: system_one.answer(q, p) for q, p in zip(asked, probs)}, len(ids)
 
 

@@ -120,6 +120,7 @@ def over_a_real_base(location: str | Path) -> bool:
 
 
 POOLED_MAKE = "python -m train.decision_pooled --out runs/smollm2-pooled, then copy runs/smollm2-pooled/<arm>"
+CUED_READER_MAKE = "python -m train.decision_pooled_cued --out runs/pooled-cued, then copy runs/pooled-cued/head"
 LETTER_ARMS_MAKE = ("bash train/decision_graft.sh 0 runs/smollm2-graft, then python -m train.decision_smollm2_ship "
                     "--runs runs/smollm2-graft")
 
@@ -267,7 +268,8 @@ def check_decision(entry: ModelEntry) -> Availability:
         found = check_export(folder, pipeline_ok=entry.source == "local")
         if found.ok or entry.source != "shipped" or any((folder / card).is_file() for card in CARDS):
             return found  # a trained folder that cannot load says why (its base missing, a file damaged)
-        make = (dict(SHIPPED_OPTION_SCORERS).get(entry.key) or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
+        make = (dict(SHIPPED_OPTION_SCORERS).get(entry.key) or {"decision-smollm2-pooled-cued": CUED_READER_MAKE}.get(entry.key)
+                or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
                 or (LETTER_ARMS_MAKE if entry.key in dict(SHIPPED_LETTER_ARMS) else None))
         how = (f"make it with {make}" if make else
                "train the arms with train/decision_pipeline.sh and copy them here with python -m train.decision_ship")

@@ -65,8 +65,11 @@ DECISION_CARD = "decision.json"
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),
-                  ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"))
+                  ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"), ("decision-smollm2-pooled-cued", "warmup NLL"))
 """Shipped pooled-readout heads over the packaged SmolLM2 (``core.decision.pooled``), the Decisions default first."""
+POOLED_NOTES = {"decision-smollm2-pooled-cued": "each option read in context after the request, fitted on the cued "
+                                                "requests only: the ask-or-act agent's reader (decision:MODEL)"}
+"""What sets a shipped pooled head apart, where it is not the default design's mean states."""
 SHIPPED_LETTER_ARMS = (("decision-smollm2-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-warmup", "warmup NLL"),
                        ("decision-smollm2-rlvr", "RLVR (reward c)"))
 """Shipped letter-readout adapters over the packaged SmolLM2 (a grafted head, ``train/decision_graft.sh``)."""
@@ -143,8 +146,9 @@ def shipped_entries(shipped_dir: Path | None = None, kind: Kind | None = None) -
     policies = [ModelEntry(name, "policy", "shipped", str(root / name), note=SHIPPED_POLICY_NOTES[name])
                 for name in SHIPPED_POLICIES]
     decisions = [ModelEntry(name, "decision", "shipped", str(root / name),
-                            note=f"shipped, {arm}: a head over frozen SmolLM2-135M-Instruct's mean states (reads English), "
-                                 "softer on text far from its training states")
+                            note=f"shipped, {arm}: " + POOLED_NOTES.get(
+                                name, "a head over frozen SmolLM2-135M-Instruct's mean states (reads English), softer on "
+                                      "text far from its training states"))
                  for name, arm in SHIPPED_POOLED]
     decisions += [ModelEntry(name, "decision", "shipped", str(root / name),
                              note=f"shipped, {arm}: the letter readout of SmolLM2-135M-Instruct, a head grafted into its "

@@ -123,10 +123,11 @@ def test_bad_decision_policies_are_refused_with_a_reason(name, message):
         make_calibrated_agent(name)
 
 
-# one shipped model of every local kind: the tiny letter arm, the option scorer, the pooled readout and the
-# letter arm over SmolLM2 (the last two are System One models underneath, as a URL or a pipeline is)
+# one shipped model of every local kind: the tiny letter arm, the option scorer, the pooled readout (its options read
+# alone, and in context) and the letter arm over SmolLM2 (System One models underneath, as a URL or a pipeline is)
 @pytest.mark.parametrize("folder", ["checkpoints/decision-rlcd", "checkpoints/option-scorer",
-                                    "checkpoints/decision-smollm2-pooled-rlcd", "checkpoints/decision-smollm2-rlcd"])
+                                    "checkpoints/decision-smollm2-pooled-rlcd", "checkpoints/decision-smollm2-rlcd",
+                                    "checkpoints/decision-smollm2-pooled-cued"])
 def test_a_shipped_decision_model_of_every_kind_drives_the_agent_through_the_load_once_cache(folder):
     # the path the CLI takes: decision:FOLDER -> the models wing's cache -> core.decision's open_decider
     agent = make_policy(f"decision:{folder}")
@@ -145,3 +146,21 @@ def test_a_model_answering_too_few_questions_is_named():
     s = SCENARIOS[0]
     with pytest.raises(ValueError, match=f"answered {len(s.required_keys) - 1} of {len(s.required_keys)} questions"):
         model_beliefs(Short(truthful), s.request, s.required_keys)
+
+
+def test_the_shipped_real_body_reader_names_what_each_request_says():
+    # decision-smollm2-pooled-cued on the first 30 held-out requests (its fit never read them): wherever a request
+    # names one value it is the most probable, and a field the request never mentions is held far less
+    # sure on average
+    agent = make_policy("decision:checkpoints/decision-smollm2-pooled-cued")
+    named, unsaid = [], []
+    for s in SCENARIOS[:30]:
+        beliefs = model_beliefs(agent.model, s.request, s.required_keys)
+        for field, cue in s.cues.fields.items():
+            p, options = beliefs[field], field_question(field)[1]
+            if cue.kind == "clear":
+                named.append((options[p.index(max(p))] == str(cue.hinted[0]), max(p)))
+            elif cue.kind == "none":
+                unsaid.append(max(p))
+    assert len(named) >= 10 and all(right for right, _ in named)
+    assert sum(p for _, p in named) / len(named) > sum(unsaid) / len(unsaid) + 0.3

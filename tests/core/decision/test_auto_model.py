@@ -46,18 +46,19 @@ def _same_answers(theirs: dict, ours: dict) -> None:
                                        else pytest.approx(value, abs=1e-5)), key
 
 
-@pytest.fixture(scope="module")
-def pooled_dir(tmp_path_factory):
+@pytest.fixture(scope="module", params=["alone", "in_context"])
+def pooled_dir(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("pooled")
     torch.manual_seed(0)
     head = PooledHead(32)
     with torch.no_grad():
         head.m.normal_(), head.w.normal_()
-    return save_tiny_pooled(root / "arm", build_tiny_llama(root / "base"), head)
+    return save_tiny_pooled(root / "arm", build_tiny_llama(root / "base"), head, options_read=request.param)
 
 
 @pytest.mark.parametrize("request_", REQUESTS)
 def test_pipeline_answers_with_the_pooled_deciders_probabilities(pooled_dir, request_):
+    # options read alone (kept across requests) or in context (read after each request's state)
     pipe = pipeline("decision", model=str(pooled_dir))
     assert isinstance(pipe.model, PooledReadoutForDecision)
     _same_answers(pipe(request_), load_pooled(pooled_dir).score(request_)["answers"])

@@ -120,6 +120,32 @@ def test_reader_reads_an_options_own_tokens_after_its_question(lm, letter_tok):
         assert torch.allclose(got[i], hidden[head:].mean(0), atol=1e-5)
 
 
+def test_reader_reads_an_option_in_context_after_the_state_and_its_question(lm, letter_tok):
+    reader = P.PooledReader(lm.model, letter_tok, 2)
+    got = reader.options([("Which team?", "billing"), ("Which team?", "security desk")], STATE)
+    for i, option in enumerate(("billing", "security desk")):
+        ids = encode(letter_tok, render_prefix(STATE) + f"Question: Which team?\nAnswer: {option}")
+        head = len(encode(letter_tok, render_prefix(STATE) + "Question: Which team?\nAnswer:"))
+        hidden = first_layers(lm.model, 2)(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        assert torch.allclose(got[i], hidden[head:].mean(0), atol=1e-5)
+
+
+def test_a_card_reading_options_in_context_reads_them_after_each_state(lm, letter_tok):
+    reader, head = P.PooledReader(lm.model, letter_tok, 2), _head()
+    card = P.PooledCard(format=P.FORMAT, base_model="b", base_sha256="0", layer=2, options_read="in_context", sha256={})
+    decider = P.PooledDecider(reader, head, "t", card)
+    for state in (STATE, "The server is down."):
+        answers = decider.decide(state, QS)
+        s = reader.states([state])
+        for q, a in zip(QS, answers):
+            o = reader.options([(q.text, opt) for opt in q.options], state)
+            want = torch.softmax(head(s, o[None], torch.ones(1, len(q.options), dtype=torch.bool)), -1)[0]
+            assert [a.probs[opt] for opt in q.options] == pytest.approx(want.tolist(), abs=1e-5)
+    assert not decider._options  # nothing kept: an option's states depend on the state
+    alone = P.PooledDecider(reader, head, "t").decide(STATE, QS)
+    assert any(a.probs != b.probs for a, b in zip(alone, decider.decide(STATE, QS)))
+
+
 def test_decider_answers_are_the_heads_softmax(lm, letter_tok):
     reader, head = P.PooledReader(lm.model, letter_tok, 2), _head()
     decider = P.PooledDecider(reader, head, "t")
@@ -191,6 +217,24 @@ def test_folder_round_trip_is_exact(saved):
     for a, b in zip(got, want):
         assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-5)
     assert P.read_card(folder).training == {"arm": "test"} and loaded.design == P.POOLED_DESIGN
+    assert P.read_card(folder).options_read == "alone"
+
+
+def test_a_folder_reading_options_in_context_answers_as_its_decider(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = build_tiny_llama(tmp_path / "base")
+    folder = save_tiny_pooled(tmp_path / "arm", base, _head(), options_read="in_context")
+    card = P.read_card(folder)
+    model = AutoModelForCausalLM.from_pretrained(base).eval()
+    direct = P.PooledDecider(P.PooledReader(model.model, AutoTokenizer.from_pretrained(base), 2), _head(), "", card)
+    for a, b in zip(P.load_pooled(folder).decide(STATE, QS), direct.decide(STATE, QS)):
+        assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-5)
+    assert card.options_read == "in_context"
+    written = json.loads((folder / P.CARD_FILE).read_text())
+    (folder / P.CARD_FILE).write_text(json.dumps({**written, "options_read": "sideways"}))
+    with pytest.raises(P.PooledModelError, match="options_read"):
+        P.read_card(folder)
 
 
 def test_a_changed_head_is_refused(saved):

@@ -24,16 +24,19 @@ def models_dir(tmp_path_factory):
 
 def test_entries_local_first_then_shipped(models_dir, tmp_path):
     entries = decision_entries(models_dir, shipped_dir=tmp_path)
-    pooled = ["decision-smollm2-pooled-rlcd", "decision-smollm2-pooled-warmup", "decision-smollm2-pooled-rlvr"]
+    pooled = ["decision-smollm2-pooled-rlcd", "decision-smollm2-pooled-warmup", "decision-smollm2-pooled-rlvr",
+              "decision-smollm2-pooled-cued"]
     letters = ["decision-smollm2-rlcd", "decision-smollm2-warmup", "decision-smollm2-rlvr"]
-    assert [e.key for e in entries[:11]] == ["tiny-a", *pooled, *letters, "decision-rlcd", "decision-warmup",
+    assert [e.key for e in entries[:12]] == ["tiny-a", *pooled, *letters, "decision-rlcd", "decision-warmup",
                                              "decision-rlvr", "decision-oracle"]
     assert check_decision(entries[0]).ok
-    for entry in entries[1:8]:
+    for entry in entries[1:9]:
         shipped = check_decision(entry)
         assert not shipped.ok and "not trained yet" in shipped.message
-    assert "python -m train.decision_pooled" in check_decision(entries[1]).message
-    assert "bash train/decision_graft.sh" in check_decision(entries[4]).message
+    assert "python -m train.decision_pooled --out" in check_decision(entries[1]).message
+    assert "python -m train.decision_pooled_cued" in check_decision(entries[4]).message
+    assert "ask-or-act agent's reader" in entries[4].note and "mean states" in entries[1].note
+    assert "bash train/decision_graft.sh" in check_decision(entries[5]).message
 
 
 @pytest.mark.parametrize("name, files", [
