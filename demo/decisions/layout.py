@@ -191,10 +191,13 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
     tab_style(CSS)
     gr.Markdown(
         "**What the models know.**\n\n"
-        "- **Pooled readouts over SmolLM2-135M-Instruct** (decision-smollm2-pooled-*, the default when its base is "
-        "installed): read support tickets written as people write them, besides the synthetic data; each answer says "
-        f"how far the state lies from their training states, in the body's own states (below {FAMILIAR_BELOW:.0%} of "
-        "them farther out, it warns).\n"
+        "- **Pooled readouts over SmolLM2-135M-Instruct** (decision-smollm2-pooled-rlcd, -warmup, -rlvr; the default "
+        "when its base is installed): read support tickets written as people write them, besides the synthetic data; "
+        "each answer says how far the state lies from their training states, in the body's own states (below "
+        f"{FAMILIAR_BELOW:.0%} of them farther out, it warns).\n"
+        "- **The ask-or-act agent's reader** (decision-smollm2-pooled-cued, the same body): reads each option after the "
+        "state and its question, fitted on clarify requests only (which value a request gives each field: the beliefs "
+        "the calibrated agent acts on); it was never fitted on tickets and is not measured on them.\n"
         "- **Letter arms on the same body** (decision-smollm2-warmup, -rlcd, -rlvr: a grafted attention head and LoRA "
         "on its last layer): answer as letters and read the tickets less well; they soften their answers far from "
         "their training states and warn as the pooled readouts do, against their own reference states.\n"
