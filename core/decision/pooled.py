@@ -40,11 +40,11 @@ from core.decision import system_one
 from core.decision.decider import Limits, unfittable
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, EmbeddingFamiliarity
 from core.decision.model import RequestTooLong
-from core.decision.prompt import encode, encode_prefix, header_tokens, longest_token, render_prefix
+from core.decision.prompt import SeamError, check_seam, encode, encode_prefix, header_tokens, longest_token, render_prefix
 from core.decision.questions import Question, QuestionError, render_state
 from core.decision.softening import familiarity_of, nearness_of, temperature_of
 from core.models.entries import POOLED_DESIGN
-from core.models.layers import RecentStates, first_layers, mean_states
+from core.models.layers import RecentStates, first_layers, mean_states, right_padded
 
 FORMAT = "clarifylab-pooled-readout-v1"
 CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
@@ -163,11 +163,47 @@ class PooledReader:
 
     def options(self, pairs: Sequence[tuple[str, str]], state: str | None = None) -> torch.Tensor:
         """Mean states of each option's own tokens, read after its question (``OPTION_TEMPLATE``), and after the
-        state's prefix when ``state`` is given (options read in context)."""
+        state's prefix when ``state`` is given (options read in context: the prefix read once, shared)."""
         before = "" if state is None else render_prefix(state)
-        texts = [before + option_text(q, o) for q, o in pairs]
-        heads = [len(encode(self.tokenizer, t[: t.rindex(ANSWER_CUE) + len(ANSWER_CUE)])) for t in texts]
-        return self.mean_states([encode(self.tokenizer, t) for t in texts], heads)
+        texts = [option_text(q, o) for q, o in pairs]
+        if before and texts:
+            try:
+                split = [check_seam(self.tokenizer, before, t) for t in texts]
+            except SeamError:  # a tokenizer merging across the seam: each option read after the whole prefix again
+                pass
+            else:
+                return self.after_prefix(split[0][0], [t for _, t in split], [self._head(t) for t in texts])
+        return self.mean_states([encode(self.tokenizer, before + t) for t in texts], [self._head(before + t) for t in texts])
+
+    def _head(self, text: str) -> int:
+        """Tokens of ``text`` up to and with its answer cue: what comes before the option's own tokens."""
+        return len(encode(self.tokenizer, text[: text.rindex(ANSWER_CUE) + len(ANSWER_CUE)]))
+
+    def after_prefix(self, prefix: list[int], suffixes: Sequence[list[int]], skip: Sequence[int],
+                     batch: int = 16) -> torch.Tensor:
+        """[N, H]: each suffix's mean state from ``skip[i]`` on, read after ``prefix``, whose keys and values are
+        computed once and shared by every batch (as the Decider's shared prefill does): as if each suffix were read
+        with the prefix in front of it."""
+        from transformers import DynamicCache
+
+        out, p = [], len(prefix)
+        with torch.no_grad():
+            cache = DynamicCache()
+            self.lower(input_ids=torch.tensor([prefix]), cache=cache, use_cache=True)
+            kv = [(layer.keys, layer.values) for layer in cache.layers]
+            for s in range(0, len(suffixes), batch):
+                x, mask = right_padded([torch.tensor(one) for one in suffixes[s:s + batch]], torch.long)
+                b = len(x)
+                shared = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv])
+                pos = (p + torch.arange(x.shape[1])).unsqueeze(0).expand(b, -1)
+                full = torch.cat([torch.ones(b, p, dtype=torch.long), mask], 1)
+                hidden = self.lower(input_ids=x, attention_mask=full, position_ids=pos, cache=shared,
+                                    use_cache=True).last_hidden_state.float()
+                keep = mask.clone().float()
+                for i, k in enumerate(skip[s:s + batch]):
+                    keep[i, :k] = 0.0
+                out.append((hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1.0))
+        return torch.cat(out)
 
 
 def option_text(question: str, option: str) -> str:

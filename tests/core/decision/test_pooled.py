@@ -120,14 +120,21 @@ def test_reader_reads_an_options_own_tokens_after_its_question(lm, letter_tok):
         assert torch.allclose(got[i], hidden[head:].mean(0), atol=1e-5)
 
 
-def test_reader_reads_an_option_in_context_after_the_state_and_its_question(lm, letter_tok):
+def test_reader_reads_an_option_in_context_after_the_state_and_its_question(lm, letter_tok, monkeypatch):
     reader = P.PooledReader(lm.model, letter_tok, 2)
-    got = reader.options([("Which team?", "billing"), ("Which team?", "security desk")], STATE)
-    for i, option in enumerate(("billing", "security desk")):
-        ids = encode(letter_tok, render_prefix(STATE) + f"Question: Which team?\nAnswer: {option}")
-        head = len(encode(letter_tok, render_prefix(STATE) + "Question: Which team?\nAnswer:"))
+    pairs = [("Which team?", "billing"), ("Which team?", "security desk"), ("Page now?", "true")]
+    shared = reader.options(pairs, STATE)  # the state's prefix read once, its keys and values shared
+    for i, (question, option) in enumerate(pairs):
+        ids = encode(letter_tok, render_prefix(STATE) + f"Question: {question}\nAnswer: {option}")
+        head = len(encode(letter_tok, render_prefix(STATE) + f"Question: {question}\nAnswer:"))
         hidden = first_layers(lm.model, 2)(input_ids=torch.tensor([ids])).last_hidden_state[0]
-        assert torch.allclose(got[i], hidden[head:].mean(0), atol=1e-5)
+        assert torch.allclose(shared[i], hidden[head:].mean(0), atol=1e-5)
+
+    def merging(tokenizer, prefix, suffix):
+        raise P.SeamError("merges")
+
+    monkeypatch.setattr(P, "check_seam", merging)  # a tokenizer merging across the seam: each read whole
+    assert torch.allclose(reader.options(pairs, STATE), shared, atol=1e-5)
 
 
 def test_a_card_reading_options_in_context_reads_them_after_each_state(lm, letter_tok):
