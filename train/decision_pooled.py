@@ -139,11 +139,12 @@ def features(reader: PooledReader, sets: dict[str, list], cache: Path) -> tuple[
     """Every distinct state's and (question, option)'s mean state, read once (each kept in ``cache``)."""
     states = sorted({r.state for rows in sets.values() for r in rows})
     pairs = sorted({(r.question, o.strip()) for rows in sets.values() for r in rows for o in r.options})
-    return (_kept(cache, "states", [reader.layer, states], lambda: _in_chunks(reader.states, states)),
-            _kept(cache, "options", [reader.layer, OPTION_TEMPLATE, pairs], lambda: _in_chunks(reader.options, pairs)))
+    return (kept(cache, "states", [reader.layer, states], lambda: _in_chunks(reader.states, states)),
+            kept(cache, "options", [reader.layer, OPTION_TEMPLATE, pairs], lambda: _in_chunks(reader.options, pairs)))
 
 
-def _kept(cache: Path, tag: str, key: list, build) -> dict:
+def kept(cache: Path, tag: str, key: list, build) -> dict:
+    """``build()``'s features, kept under ``cache`` by a hash of what they are read from (a changed set reads anew)."""
     return stored(cache / f"{tag}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.pt", build)
 
 

@@ -24,11 +24,10 @@ import numpy as np
 import torch
 
 from core.decision.data.store import read_partition
-from core.decision.pooled import PooledReader, save_pooled
-from train.decision_pooled import PooledConfig, probs_26, standardised_head, train_arm
+from core.decision.pooled import OPTION_TEMPLATE, PooledReader, save_pooled
+from train.decision_pooled import PooledConfig, kept, probs_26, standardised_head, train_arm
 from train.decision_run import evaluate_probs, parse_config, write_report
 from train.decision_smollm2 import BASE
-from train.split_body import stored
 
 
 @dataclass(frozen=True)
@@ -70,8 +69,9 @@ def in_context_features(reader: PooledReader, rows: list, cache: Path) -> tuple[
                 print(f"{i}/{len(asked)} questions read in context, {time.time() - t0:.0f} s", flush=True)
         return out
 
-    return (stored(cache / f"states-{reader.layer}.pt", lambda: dict(zip(states, reader.states(states)))),
-            stored(cache / f"options-in-context-{reader.layer}.pt", options))
+    return (kept(cache, "states", [reader.layer, states], lambda: dict(zip(states, reader.states(states)))),
+            kept(cache, "options-in-context", [reader.layer, OPTION_TEMPLATE, [list(a[:2]) + list(a[2]) for a in asked]],
+                 options))
 
 
 def context_tensors(rows: list, states: dict, options: dict, hidden: int):

@@ -38,7 +38,9 @@ def test_fit_chooses_the_penalty_by_val_nll_and_the_folder_answers_as_fitted(cue
     decider = load_pooled(tmp_path / "run" / "head")
     assert not decider.head.m.any()  # M = 0: the in-context option states alone decide
     rows = dc.cued_rows(config)["val"]
-    states, options = (torch.load(tmp_path / "run" / f"{n}-2.pt") for n in ("states", "options-in-context"))
+    kept = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "run").glob("*.pt")}
+    assert set(kept) == {"states", "options-in-context"}  # read once; a rerun reuses them
+    states, options = torch.load(kept["states"]), torch.load(kept["options-in-context"])
     want = probs_26(decider.head, dc.context_tensors(rows, states, options, decider.head.w.shape[0]))
     same_state = [i for i, r in enumerate(rows) if r.state == rows[0].state]
     got = decider.decide(rows[0].state, [Choice(rows[i].question, tuple(rows[i].options)) for i in same_state])
