@@ -7,11 +7,14 @@ and one security cue, whose true posterior is 0.5/0.5 between the two (the known
 probe's two-cue case), so a calibrated model should split its probability. The last is a ticket
 as a person writes it (no field names, no department's keyword): the real-body readouts read it,
 the tiny models trained on synthetic data alone warn that it is unlike their data
-(``core.decision.evaluation.familiarity``).
+(``core.decision.evaluation.familiarity``). Another is a request to an assistant, with the questions the
+calibrated agent asks about it (``core.clarify.cued.field_question``): what the ask-or-act agent's reader
+(decision-smollm2-pooled-cued) answers before the agent decides what to ask.
 """
 
 from dataclasses import dataclass
 
+from core.clarify.cued import field_question
 from demo.decisions.builder import QuestionRow
 
 
@@ -32,6 +35,13 @@ TICKET_QUESTIONS = (
     QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
 )
 """The triage data's three questions of a ticket: department, priority, page now."""
+
+
+def field_row(field: str) -> QuestionRow:
+    """The calibrated agent's question about a clarify field, as a builder row."""
+    text, options = field_question(field)
+    return QuestionRow("choice", text, "\n".join(options))
+
 
 EXAMPLES: tuple[Example, ...] = (
     Example(
@@ -69,6 +79,12 @@ EXAMPLES: tuple[Example, ...] = (
                         "BILLING\nINFRASTRUCTURE\nSECURITY\nPRODUCT_SUPPORT"),
             QuestionRow("noul", "Should an on-call engineer be paged immediately?", ""),
         ),
+    ),
+    Example(
+        "A request to an assistant (ask or act)",
+        "Set up a celebration. The kind of event is farewell. Date: either this week or next week. "
+        "The guest count is 20.",
+        tuple(field_row(f) for f in ("event_type", "date", "guest_count", "venue")),
     ),
     Example(
         "Ticket as a person writes it",

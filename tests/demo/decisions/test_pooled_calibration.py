@@ -53,3 +53,20 @@ def test_the_person_written_example_is_read_by_the_default_and_warned_on_by_a_ti
     table, notes = by_model["decision-rlcd"]
     assert all(cell.startswith("⚠ unlike it") for cell in table["input vs training"])
     assert "Out of distribution for decision-rlcd" in notes
+
+
+def test_the_request_example_is_read_by_the_ask_or_act_agents_reader(tmp_path):
+    """A request naming three fields' values (one of them as two choices) and leaving one unsaid."""
+    from core.models.availability import check_pooled
+    from core.models.entries import SHIPPED_DIR
+
+    reader = "decision-smollm2-pooled-cued"
+    if not check_pooled(SHIPPED_DIR / reader).ok:
+        pytest.skip(check_pooled(SHIPPED_DIR / reader).message)
+    state, n, *rest = h.load_example("A request to an assistant (ask or act)")
+    *errors, figure, table, notes, answers = h.ask(str(tmp_path), reader, "", state, n, *rest[h.MAX_QUESTIONS:])
+    assert not any(e["visible"] for e in errors), errors
+    event, date, guests, venue = (answers[reader][q] for q in ("q1", "q2", "q3", "q4"))
+    assert table["answer"][0] == "farewell" and table["answer"][2] == "20"
+    assert table["answer"][1].startswith(("this week", "next week")) and "⚠ close" in table["answer"][1]  # two named
+    assert event["confidence"] > venue["confidence"] and guests["confidence"] > venue["confidence"]
