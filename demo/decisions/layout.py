@@ -205,8 +205,9 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
         "in objective and design, not data, and their calibration was measured on that kind of data only: each answer "
         f"says whether the state is like it (the share of its words outside the model's vocabulary; above "
         f"{THRESHOLD:.0%} it warns).\n"
-        "- **The examples** below are of the synthetic kind, but the last: a ticket as a person writes it, which the "
-        "real-body models read and the tiny ones warn on.",
+        "- **The examples** below are of the synthetic kind, but two: a request to an assistant with the agent's "
+        "questions (the ask-or-act agent's reader reads it), and a ticket as a person writes it, which the real-body "
+        "ticket readouts read and the tiny models warn on.",
         elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
