@@ -61,12 +61,14 @@ def in_context_features(reader: PooledReader, rows: list, cache: Path) -> tuple[
     states = sorted({r.state for r in rows})
     asked = sorted({(r.state, r.question, tuple(o.strip() for o in r.options)) for r in rows})
 
-    def options():
-        out, t0 = {}, time.time()
-        for i, (state, question, opts) in enumerate(asked):
-            out.update({(state, question, o): s for o, s in zip(opts, reader.options([(question, o) for o in opts], state))})
-            if i % 200 == 0:
-                print(f"{i}/{len(asked)} questions read in context, {time.time() - t0:.0f} s", flush=True)
+    def options():  # one read per state: its prefix once, shared by every question's options (as the decider reads)
+        by_state, out, t0 = collections.defaultdict(list), {}, time.time()
+        for state, question, opts in asked:
+            by_state[state] += [(question, o) for o in opts]
+        for i, (state, pairs) in enumerate(by_state.items()):
+            out.update({(state, q, o): s for (q, o), s in zip(pairs, reader.options(pairs, state))})
+            if i % 100 == 0:
+                print(f"{i}/{len(by_state)} states' options read in context, {time.time() - t0:.0f} s", flush=True)
         return out
 
     return (kept(cache, "states", [reader.layer, states], lambda: dict(zip(states, reader.states(states)))),
@@ -102,18 +104,24 @@ def main(config: CuedReaderConfig) -> dict:
 
     torch.set_num_threads(config.threads)
     t0, out = time.time(), Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
     rows = cued_rows(config)
     loaded = load_location(config.base)
     reader = PooledReader(loaded.model.get_decoder(), loaded.tokenizer, config.layer)
     states, options = in_context_features(reader, rows["train"] + rows["val"], out)
     hidden = reader.lower.config.hidden_size
     t = {k: context_tensors(v, states, options, hidden) for k, v in rows.items()}
-    fits, log = {}, []
+    fits = {}
+    logfile = (out / "log.jsonl").open("a")
+
+    def log(record):
+        logfile.write(json.dumps(record) + "\n"); logfile.flush()
     for l2 in (float(x) for x in config.l2_grid.split(",")):
         pooled = replace(PooledConfig(), l2=l2, warmup_steps=config.steps, seed=config.seed)
         head = standardised_head(pooled, t["train"])
         head.m.requires_grad_(False)  # M = 0: each option's in-context states alone decide its logit
-        head = train_arm(pooled, "warmup", head, rows["train"], t["train"], rows["val"], t["val"], log.append)
+        head = train_arm(pooled, "warmup", head, rows["train"], t["train"], rows["val"], t["val"],
+                         lambda record, l2=l2: log({"l2": l2, **record}))
         p = probs_26(head, t["val"])
         nll = float(-np.mean(np.log([max(pr[r.label], 1e-12) for pr, r in zip(p, rows["val"])])))
         fits[l2] = (head, {"l2": l2, "val_nll": round(nll, 4), **evaluate_probs(rows["val"], p), "by_cue": by_cue(p, rows["val"])})
@@ -123,6 +131,7 @@ def main(config: CuedReaderConfig) -> dict:
                 "rows": len(rows["train"]), "val_rows": len(rows["val"]), "steps": config.steps, "seed": config.seed,
                 "data": "cued rows of the synthetic dataset (training seeds)",
                 "command": "python -m train.decision_pooled_cued " + " ".join(f"--{k} {v}" for k, v in vars(config).items())}
+    logfile.close()
     save_pooled(out / "head", fits[chosen][0].eval(), base=config.base, layer=config.layer, training=training,
                 body_config=loaded.model.config, tokenizer=loaded.tokenizer, options_read="in_context")
     report = {"chosen_l2": chosen, "fits": [f for _, f in fits.values()], "wall_s": round(time.time() - t0, 1)}

@@ -1,6 +1,7 @@
 """The ask-or-act agent's reader on a tiny random Llama: options read in context, the penalty chosen by val NLL,
 a folder that loads (hash-checked) and answers as the fit read it."""
 
+import json
 import subprocess
 import sys
 
@@ -33,6 +34,8 @@ def test_fit_chooses_the_penalty_by_val_nll_and_the_folder_answers_as_fitted(cue
     report = dc.main(config)
     nll = {f["l2"]: f["val_nll"] for f in report["fits"]}
     assert report["chosen_l2"] == min(nll, key=nll.get) and set(nll) == {0.001, 10.0}
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [(r["l2"], r["step"]) for r in log] == [(0.001, 0), (0.001, 5), (10.0, 0), (10.0, 5)]
     card = read_card(tmp_path / "run" / "head")
     assert card.options_read == "in_context" and card.training["l2"] == report["chosen_l2"]
     decider = load_pooled(tmp_path / "run" / "head")
