@@ -1,6 +1,6 @@
 """Plotly figures of runs and episodes: one builder per chart, tables in, figures out. The Replays tab
-draws them all; Live play draws an ended episode's score with ``breakdown_bars`` (so it lives here,
-not inside either tab's package).
+draws them all; Live play draws an ended episode's score with ``breakdown_bars`` and the ask-or-act
+agent's beliefs with ``belief_figure`` (so they live here, not inside either tab's package).
 
 Colours are fixed per task family and per rubric component across every chart, so a reader
 learns them once; several runs in one chart differ by bar pattern, never by family colour. Every
@@ -14,8 +14,13 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.clarify.families import FAMILIES
-from core.records import Recorded, RewardBreakdown
+from plotly.subplots import make_subplots
+
+from core.clarify.cued import posterior
+from core.clarify.families import FAMILIES, FIELDS
+from core.clarify.rubrics import field_weight
+from core.records import Episode, Recorded, RewardBreakdown
+from core.runs.transcripts import inert
 from core.runs.transcripts import plot_text as label
 
 FAMILY_COLORS = dict(zip(FAMILIES, ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2")))
@@ -217,3 +222,49 @@ def family_legend(families: Sequence[str] = tuple(FAMILIES)) -> str:
     """HTML swatches naming each family's colour (one line above the charts)."""
     chips = [f'<span style="color:{family_color(f)}">■</span> {f}' for f in families]
     return " &nbsp; ".join(chips)
+
+
+# ---- a decision-driven agent's beliefs (v3 episodes) ----------------------------------------
+
+SERIES_COLORS = {"true posterior": "#9D9D9D", "model, from the request": "#2F4B7C", "model, after the answer": "#1B9E9E"}
+
+
+def _asked_turns(episode: Episode) -> dict[str, int]:
+    return {step.asked: step.turn for step in episode.beliefs.steps if step.asked}
+
+
+def beliefs_note(episode: Episode) -> str:
+    """One line per field: the gain the agent saw at the start against the cost, and what it did."""
+    b = episode.beliefs
+    start, asked = b.steps[0], _asked_turns(episode)
+    lines = [f"Beliefs of **{inert(b.model)}**; a question costs {b.cost:.2f}."]
+    for field in episode.scenario.required_keys:
+        gain = start.gains.get(field, 0.0)
+        did = f"asked at turn {asked[field]}" if field in asked else \
+            ("not asked yet" if episode.termination == "running" else "not asked")
+        lines.append(f"- {inert(field)}: expected gain {gain:.3f} "
+                     f"{'>' if gain > b.cost else '≤'} cost → {did}")
+    return "\n".join(lines)
+
+
+def belief_figure(episode: Episode) -> go.Figure:
+    """One panel per required field: true posterior, the model's belief, and its belief after an answer."""
+    fields = list(episode.scenario.required_keys)
+    fig = make_subplots(rows=1, cols=len(fields), subplot_titles=[label(f) for f in fields])
+    start, last, asked = episode.beliefs.steps[0], episode.beliefs.steps[-1], _asked_turns(episode)
+    shown: set[str] = set()  # one legend entry per series
+    for col, field in enumerate(fields, 1):
+        values = [label(v) for v in FIELDS[field].values]
+        series = {"true posterior": posterior(episode.scenario, field), "model, from the request": start.fields[field]}
+        if field in asked:
+            series["model, after the answer"] = last.fields[field]
+        for name, probs in series.items():
+            fig.add_bar(x=values, y=probs, name=name, marker_color=SERIES_COLORS[name], legendgroup=name,
+                        showlegend=name not in shown, row=1, col=col)
+            shown.add(name)
+    weights = ", ".join(f"{field_weight(episode.scenario, f):.2f}" for f in fields)
+    fig.update_layout(template="plotly_white", barmode="group", height=380, margin=dict(l=40, r=20, t=60, b=90),
+                      title=f"Belief per field (FieldMatch weights {weights})",
+                      legend=dict(orientation="h", y=-0.35), font=dict(size=12))
+    fig.update_yaxes(range=[0, 1])
+    return fig

@@ -17,9 +17,8 @@ from core.clarify.cued import field_question
 from core.clarify.cued_policies import play_beliefs
 from core.clarify.environment import ClarifyEnv
 from core.clarify.rubrics import QUESTION_COST
+from core.models.lists import AGENT_PREFIX as PREFIX, find_decision
 from core.records import Beliefs, BeliefStep
-
-PREFIX = "decision:"
 
 
 class DecisionModel(Protocol):
@@ -64,8 +63,6 @@ class CalibratedAgent:
 
 def load_decision_model(key: str) -> DecisionModel:
     """A decision model by picker key, folder, cached hub id or System One URL, loaded once."""
-    from core.models.lists import find_decision
-
     entry = find_decision(None, key)
     if entry is None:
         raise ValueError(f"decision:{key}: not a decision model folder, cached hub id or System One URL")

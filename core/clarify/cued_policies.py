@@ -45,14 +45,43 @@ def _room(env: ClarifyEnv) -> bool:
     return env.questions_asked < s.max_questions and env.steps < s.max_steps - 1
 
 
-def _question(env: ClarifyEnv, field: str) -> str:
+def _step(turn: int, asked: str | None, beliefs: dict[str, list[float]], now: dict[str, float]) -> BeliefStep:
+    return BeliefStep(turn=turn, asked=asked, fields={f: [round(x, LOGGED_DIGITS) for x in p] for f, p in beliefs.items()},
+                      gains={f: round(g, LOGGED_DIGITS) for f, g in now.items()})
+
+
+def next_field(env: ClarifyEnv, beliefs: dict[str, list[float]], answered: set[str],
+               cost: float = QUESTION_COST) -> str | None:
+    """The field to ask now (largest expected gain, above ``cost``), or None: propose the plan."""
+    if env.done or not _room(env):
+        return None
+    now = gains(env, beliefs, answered)
+    best = max((f for f in now if f not in answered), key=lambda f: now[f], default=None)
+    return None if best is None or now[best] <= cost else best
+
+
+def question_for(env: ClarifyEnv, field: str) -> str:
+    """The question the loop asks about ``field``: one the simulated user maps to it where one exists."""
     known = revealing_question(field, tuple(env.scenario.required_keys), env.rubric)
     return known or f"What is the {noun(field)}?"
 
 
-def _step(turn: int, asked: str | None, beliefs: dict[str, list[float]], now: dict[str, float]) -> BeliefStep:
-    return BeliefStep(turn=turn, asked=asked, fields={f: [round(x, LOGGED_DIGITS) for x in p] for f, p in beliefs.items()},
-                      gains={f: round(g, LOGGED_DIGITS) for f, g in now.items()})
+def take_answer(beliefs: dict[str, list[float]], field: str, answer: str) -> None:
+    """Fix ``field``'s belief on the value an answer states (unchanged when it states none)."""
+    value = read_value(field, answer)
+    if value is not None:
+        beliefs[field] = one_hot(field, value)
+
+
+def map_plan(env: ClarifyEnv, beliefs: dict[str, list[float]]) -> dict:
+    """The plan of the most probable value of every required field."""
+    return {f: map_value(f, beliefs[f]) for f in env.scenario.required_keys}
+
+
+def belief_step(env: ClarifyEnv, turn: int, asked: str | None, beliefs: dict[str, list[float]],
+                answered: set[str]) -> BeliefStep:
+    """The beliefs after ``turn`` (-1: from the request alone) with each field's gain of asking now."""
+    return _step(turn, asked, beliefs, gains(env, beliefs, answered))
 
 
 def play_beliefs(env: ClarifyEnv, beliefs: dict[str, list[float]], *, cost: float = QUESTION_COST,
@@ -60,23 +89,16 @@ def play_beliefs(env: ClarifyEnv, beliefs: dict[str, list[float]], *, cost: floa
     """Ask while the best expected gain exceeds ``cost``, then propose the MAP value of every field."""
     act(env, "get_task_info")
     beliefs, answered = {f: list(p) for f, p in beliefs.items()}, set()
-    now = gains(env, beliefs, answered)
     if on_step:
-        on_step(_step(-1, None, beliefs, now))
-    while not env.done and _room(env):
-        best = max((f for f in now if f not in answered), key=lambda f: now[f], default=None)
-        if best is None or now[best] <= cost:
-            break
-        turn = act(env, "ask_question", question=_question(env, best))
+        on_step(belief_step(env, -1, None, beliefs, answered))
+    while (best := next_field(env, beliefs, answered, cost)) is not None:
+        turn = act(env, "ask_question", question=question_for(env, best))
         answered.add(best)
-        value = read_value(best, str(turn.result.get("answer", "")))
-        if value is not None:
-            beliefs[best] = one_hot(best, value)
-        now = gains(env, beliefs, answered)
+        take_answer(beliefs, best, str(turn.result.get("answer", "")))
         if on_step:
-            on_step(_step(turn.index, best, beliefs, now))
+            on_step(belief_step(env, turn.index, best, beliefs, answered))
     if not env.done:
-        act(env, "propose_plan", plan={f: map_value(f, beliefs[f]) for f in env.scenario.required_keys})
+        act(env, "propose_plan", plan=map_plan(env, beliefs))
 
 
 def true_beliefs(env: ClarifyEnv) -> dict[str, list[float]]:

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from core.clarify.cued_policies import belief_step, take_answer
 from core.clarify.environment import ClarifyEnv, parse_plan
 from core.clarify.families import FAMILIES
 from core.clarify.rubrics import values_equal_v2
-from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.clarify.scenarios import generate_cued, generate_scenario, load_scenarios
 from core.clarify.toolcalls import parse_tool_call, render_tool_call
 from core.clarify.user_sim import match_field, normalise_question
 from core.live.streaming import GenerationSettings, TurnTiming
@@ -40,6 +41,8 @@ from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 Mode = Literal["watch", "user", "agent"]
 MODES: dict[str, str] = {"watch": "Watch", "user": "You are the user", "agent": "You are the agent"}
 HELDOUT_SPEC = "clarifyrl-heldout"
+SOURCES = ("generated", "cued", "heldout")
+"""Where an episode's scenario comes from; a cued scenario is scored with rubric v3, the others with v1 or v2."""
 FAMILY_SEARCH_LIMIT = 10_000
 """How many seeds past the given one to scan for a scenario of the chosen family."""
 _SESSION_ID = re.compile(r"^live-[0-9a-f]{12}$")
@@ -57,6 +60,17 @@ class PendingQuestion:
     call: ToolCall
     field: str | None
     """The field the simulator's rule says the question is about (None: no field)."""
+
+
+@dataclass
+class AgentState:
+    """The ask-or-act agent's live state (``core.live.agent_turns``): its exact beliefs, the fields it
+    asked, and the field whose answer it waits for (user mode). The rounded beliefs of each step are
+    logged with the episode (``env.beliefs``), as the evaluation logs them."""
+
+    fields: dict[str, list[float]]
+    answered: list[str] = field(default_factory=list)
+    asking: str | None = None
 
 
 class HumanUserEnv(ClarifyEnv):
@@ -107,6 +121,8 @@ class LiveSession:
     """Endpoint play: each turn's assistant message as the endpoint sent it (``endpoint_policy.history``)."""
     earlier_runs: tuple[str, ...] = ()
     """Runs this browser session wrote under other rubrics (each rubric is a run of its own)."""
+    agent: AgentState | None = None
+    """The ask-or-act agent's state once it has read the request (None for other players)."""
 
     @property
     def scenario(self) -> Scenario:
@@ -135,9 +151,15 @@ class LiveSession:
     def episode(self) -> Episode:
         """The current episode as a record (scored once ended)."""
         extra = {"mode": self.mode, "live": True}
-        gen = self.settings.generation() if self.mode != "agent" else Generation()
+        generates = self.mode != "agent" and not is_decision_agent(self.entry)
+        gen = self.settings.generation() if generates else Generation()
         gen = gen.model_copy(update={"extra": extra})
         return self.env.episode(self.model_label, sample=self.sample, generation=gen)
+
+
+def is_decision_agent(entry: ModelEntry | None) -> bool:
+    """Whether ``entry`` plays as the ask-or-act agent on a decision model (``decision:MODEL``)."""
+    return entry is not None and entry.kind == "decision"
 
 
 def new_session_id() -> str:
@@ -145,11 +167,14 @@ def new_session_id() -> str:
 
 
 def pick_scenario(source: str, family: str, difficulty: str, seed: int, heldout_index: int = 0) -> Scenario:
-    """A generated scenario of (family, difficulty, seed), or a published held-out one by index.
+    """A generated scenario of (family, difficulty, seed), a cued one (``source="cued"``: rubric v3's
+    requests with cues of known posterior), or a published held-out one by index.
 
     The generator draws the family from the seed, so a chosen family takes the first seed at or
     after ``seed`` whose scenario has that family ("any" takes ``seed`` itself).
     """
+    if source not in SOURCES:
+        raise LiveError(f"unknown scenario source {source!r}; expected one of {', '.join(SOURCES)}")
     if source == "heldout":
         scenarios = load_scenarios(HELDOUT_SPEC)
         if not 0 <= heldout_index < len(scenarios):
@@ -157,8 +182,9 @@ def pick_scenario(source: str, family: str, difficulty: str, seed: int, heldout_
         return scenarios[heldout_index]
     if family not in ("any", *FAMILIES):
         raise LiveError(f"unknown family {family!r}; expected any or one of {', '.join(FAMILIES)}")
+    make = generate_cued if source == "cued" else generate_scenario
     for s in range(int(seed), int(seed) + FAMILY_SEARCH_LIMIT):
-        scenario = generate_scenario(s, difficulty)
+        scenario = make(s, difficulty)
         if family in ("any", scenario.family):
             return scenario
     raise LiveError(f"no {family} scenario within {FAMILY_SEARCH_LIMIT} seeds of {seed}")
@@ -171,6 +197,10 @@ def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry 
         raise LiveError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     if mode != "agent" and entry is None:
         raise LiveError(f"{MODES[mode]} needs a model: pick one first")
+    if (scenario.cues is not None) != (rubric == "v3"):
+        raise LiveError(f"rubric {rubric} with {'a cued' if scenario.cues is not None else 'an uncued'} scenario: "
+                        "cued requests are scored with v3 (its question cost is what they measure), the others "
+                        "with v1 or v2")
     entry = entry if mode != "agent" else None
     env = (HumanUserEnv if mode == "user" else ClarifyEnv)(scenario, rubric)
     keep = previous if previous is not None and previous.env.rubric == rubric else None
@@ -189,6 +219,8 @@ def _label(entry: ModelEntry | None) -> str:
         return "human"
     if entry.source == "endpoint":
         return entry.location
+    if is_decision_agent(entry):  # as the evaluation names it: decision:checkpoints/<folder> for a shipped one
+        return f"decision:{shown_path(entry.location)}"
     return f"model:{shown_path(entry.location) if public_deployment() else entry.location}"
 
 
@@ -255,10 +287,21 @@ def answer_question(session: LiveSession, text: str) -> LiveSession:
     session = copy.deepcopy(session)
     pending, session.pending = session.pending, None
     session.env.next_answer = text.strip()
-    session.env.step(pending.call, pending.raw)
+    turn = session.env.step(pending.call, pending.raw)
+    if session.agent is not None and session.agent.asking is not None:
+        heard(session, turn.index, text.strip())
     session.status = "answer recorded"
     settle(session)
     return session
+
+
+def heard(session: LiveSession, turn: int, answer: str) -> None:
+    """The ask-or-act agent reads the answer to the field it asked and logs its beliefs after it."""
+    agent = session.agent
+    asked, agent.asking = agent.asking, None
+    agent.answered.append(asked)
+    take_answer(agent.fields, asked, answer)
+    session.env.beliefs.steps.append(belief_step(session.env, turn, asked, agent.fields, set(agent.answered)))
 
 
 def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:

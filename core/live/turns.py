@@ -1,8 +1,10 @@
 """Live play's model turns: a local model streams its turns into the session; ``run_model`` loads
-the session's model once per process (or hands an endpoint entry to ``endpoint_turns``).
+the session's model once per process (or hands an endpoint entry to ``endpoint_turns``, and a
+decision model to the ask-or-act agent's ``agent_turns``).
 
 Imports point one way: this module sits above ``session`` (the record and how a finished turn
-steps it) and ``endpoint_turns`` (the same turns through a chat endpoint), and neither imports it.
+steps it), ``endpoint_turns`` (the same turns through a chat endpoint) and ``agent_turns``, and
+none of them imports it.
 """
 
 import copy
@@ -10,8 +12,9 @@ import threading
 from contextlib import closing
 from typing import Any, Iterator
 
+from core.live.agent_turns import agent_turns
 from core.live.endpoint_turns import endpoint_turns
-from core.live.session import LiveError, LiveSession, apply_model_text, settle
+from core.live.session import LiveError, LiveSession, apply_model_text, is_decision_agent, settle
 from core.live.streaming import TurnClock, stream_turn
 from core.models.cache import ModelCache
 from core.models.loader import Progress
@@ -71,6 +74,13 @@ def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Ev
         return
     if session.entry.source == "endpoint":  # no model here: the endpoint generates
         yield from endpoint_turns(session, stop)
+        return
+    if is_decision_agent(session.entry):  # the ask-or-act agent: a decision model's beliefs, nothing generated
+        try:
+            model = cache.decider(session.entry)
+        except ValueError as exc:
+            raise LiveError(str(exc)) from exc
+        yield from agent_turns(session, model)
         return
     loaded = cache.get(session.entry, session.settings.int8, progress)
     yield from model_turns(session, loaded.model, loaded.tokenizer, stop)

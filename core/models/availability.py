@@ -268,7 +268,7 @@ def check_decision(entry: ModelEntry) -> Availability:
         found = check_export(folder, pipeline_ok=entry.source == "local")
         if found.ok or entry.source != "shipped" or any((folder / card).is_file() for card in CARDS):
             return found  # a trained folder that cannot load says why (its base missing, a file damaged)
-        make = (dict(SHIPPED_OPTION_SCORERS).get(entry.key) or {"decision-smollm2-pooled-cued": CUED_READER_MAKE}.get(entry.key)
+        make = (dict(SHIPPED_OPTION_SCORERS).get(entry.key) or {entries.AGENT_READER: CUED_READER_MAKE}.get(entry.key)
                 or (POOLED_MAKE if entry.key in dict(SHIPPED_POOLED) else None)
                 or (LETTER_ARMS_MAKE if entry.key in dict(SHIPPED_LETTER_ARMS) else None))
         how = (f"make it with {make}" if make else

@@ -67,7 +67,11 @@ SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),
                   ("decision-smollm2-pooled-rlvr", "RLVR (reward c)"), ("decision-smollm2-pooled-cued", "warmup NLL"))
 """Shipped pooled-readout heads over the packaged SmolLM2 (``core.decision.pooled``), the Decisions default first."""
-POOLED_NOTES = {"decision-smollm2-pooled-cued": "each option read in context after the request, fitted on the cued "
+AGENT_READER = "decision-smollm2-pooled-cued"
+"""The ask-or-act agent's reader on the real pretrained body (docs/results.md, "Ask or act": on the held-out
+cued requests it beats asking everything, and is level with the tiny decision-rlcd): Live play's agent picks
+start with it."""
+POOLED_NOTES = {AGENT_READER: "each option read in context after the request, fitted on the cued "
                                                 "requests only: the ask-or-act agent's reader (decision:MODEL)"}
 """What sets a shipped pooled head apart, where it is not the default design's mean states."""
 SHIPPED_LETTER_ARMS = (("decision-smollm2-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-warmup", "warmup NLL"),

@@ -55,17 +55,18 @@ def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str
     base = Path(models_dir).expanduser()
     if not base.is_dir():
         return []
+    shown = entries.shown_path(models_dir)  # a note names no server path on a public deployment
     found = []
     for sub in sorted(p for p in base.iterdir() if p.is_dir()):
         export = (sub / DECISION_CARD).is_file() or (sub / OPTION_CARD).is_file()
         if kind == "policy" and (sub / "config.json").is_file() and not export:
             note = "local folder"
         elif kind == "decision" and (sub / OPTION_CARD).is_file():
-            note = f"local {OPTION_DESIGN} in {models_dir}"
+            note = f"local {OPTION_DESIGN} in {shown}"
         elif kind == "decision" and export:
-            note = f"local export in {models_dir}"
+            note = f"local export in {shown}"
         elif kind == "decision" and check_folder(sub).ok:
-            note = f"chat model in {models_dir}, through transformers' DecisionPipeline"
+            note = f"chat model in {shown}, through transformers' DecisionPipeline"
         else:
             continue
         key = sub.name if sub.name not in taken else str(sub)
@@ -159,8 +160,30 @@ def find_entry(key: str, listed: list[ModelEntry]) -> ModelEntry:
     raise KeyError(f"unknown model {key!r}: pick one from the list or type a folder path that exists")
 
 
+AGENT_PREFIX = "decision:"
+"""A policy key ``decision:KEY``: the ask-or-act agent on the decision model KEY (``core.clarify.calibrated_agent``)."""
+
+
+def agent_entries(models_dir: str | Path | None = None) -> list[ModelEntry]:
+    """Live play's agent picks: every listed decision model, the agent's reader first, then the Decisions
+    picker's order."""
+    listed = decision_entries(models_dir)
+    return sorted(listed, key=lambda e: e.key != entries.AGENT_READER)
+
+
+def agent_entry(models_dir: str | Path | None, key: str) -> ModelEntry:
+    """The listed decision model a ``decision:KEY`` pick names; never a typed folder, hub id or URL, so a
+    visitor cannot point the server at a path or an address through the picker."""
+    name = key.removeprefix(AGENT_PREFIX)
+    entry = next((e for e in agent_entries(models_dir) if e.key == name), None)
+    if entry is None:
+        raise KeyError(f"unknown decision model {name!r} for the ask-or-act agent: pick one from the list")
+    return entry
+
+
 def policy_entry(models_dir: str | None, key: str | None, path: str | None, public: bool | None = None) -> ModelEntry:
-    """Live play's pick: a chat endpoint typed into either box, else the typed folder, else the picked key.
+    """Live play's pick: a chat endpoint typed into either box, else the typed folder, else the picked key
+    (``decision:KEY``: the ask-or-act agent's decision model, an entry of kind "decision").
 
     ``public`` (default: ``public_deployment()``) confines a typed folder, or a key typed into the
     picker that is not listed, to ``models_dir`` (``confined_entry``).
@@ -177,6 +200,8 @@ def policy_entry(models_dir: str | None, key: str | None, path: str | None, publ
         return confined_entry(path.strip(), models_dir) if public else local_entry(path.strip())
     if not key:
         raise ValueError("pick a model, or type the path of a local model folder")
+    if key.startswith(AGENT_PREFIX):
+        return agent_entry(models_dir, key)
     listed = all_entries(models_dir)
     if public and not any(e.key == key for e in listed):  # a typed key: the folder box's confinement
         return confined_entry(key.strip(), models_dir)

@@ -13,6 +13,7 @@ from html import escape
 
 import gradio as gr
 
+from core.decision.model import open_decider
 from core.live import session as live_session
 from core.live.streaming import GenerationSettings
 from core.live.turns import run_model
@@ -23,20 +24,42 @@ from core.models.loader import ModelLoadError, declared_budget
 from core.runs import measured, transcripts
 from demo import plots
 
-MODELS = ModelCache()
-"""Loaded models, shared read-only by every session (each loads once, on first use)."""
+
+MODELS = ModelCache(open_decider=open_decider)
+"""Loaded models, shared read-only by every session (each loads once, on first use): the policies, and the
+decision models the ask-or-act agent reads with (built as the Decisions tab builds them)."""
 PUBLIC = public_deployment()
 """On a Hugging Face Space (SPACE_ID set) the local-folder box accepts only folders inside the
 models folder: elsewhere its notes would tell any visitor which server paths exist."""
-SOURCES = {"generated": "Generated (family, difficulty, seed)", "heldout": "Published held-out list"}
+SOURCES = {"generated": "Generated (family, difficulty, seed)",
+           "cued": "Cued requests (rubric v3; seeds 70000-70099 are the held-out set's)",
+           "heldout": "Published held-out list"}
+"""The scenario sources of ``core.live.session.SOURCES``, as the radio names them."""
+AGENT_NOTE = ("The ask-or-act agent generates nothing: the decision model answers one choice question per "
+              "required field about the request, and the agent asks the field of largest expected gain while that "
+              "gain exceeds the question cost, then proposes the most probable values. Its beliefs show below the "
+              "transcript; it is built for the cued requests (rubric v3).")
+RUBRIC_OF_SOURCE = {"cued": "v3"}
+"""The rubric a source is scored with when a visitor picks it (the others: v1 or v2, the visitor's pick)."""
+
+
+def _found(entry) -> availability.Availability:
+    """Can the pick play here: a policy loads as a model folder, an agent's decision model as the Decisions tab loads it."""
+    if live_session.is_decision_agent(entry):
+        return availability.check_decision(entry)
+    return availability.check(entry, MODELS.cache_dir)
 
 
 def model_choices(models_dir: str | None) -> list[tuple[str, str]]:
-    """Picker entries for playing policies: ``✓``/``✗`` availability, then the key."""
+    """Picker entries: ``✓``/``✗`` availability, then the key; the playing policies, then the ask-or-act
+    agent on each decision model (``decision:KEY``)."""
     out = []
     for entry in lists.all_entries(models_dir, kind="policy"):
-        ok = availability.check(entry, MODELS.cache_dir).ok
-        out.append((f"{'✓' if ok else '✗'} {entry.key} — {entry.note}", entry.key))
+        out.append((f"{'✓' if _found(entry).ok else '✗'} {entry.key} — {entry.note}", entry.key))
+    for entry in lists.agent_entries(models_dir):
+        key = lists.AGENT_PREFIX + entry.key
+        out.append((f"{'✓' if _found(entry).ok else '✗'} {key} — the ask-or-act agent on this decision model "
+                    f"({entry.note})", key))
     return out
 
 
@@ -59,10 +82,14 @@ def describe_model(models_dir: str | None, key: str | None, path: str | None) ->
         entry = lists.policy_entry(models_dir, key, path, public=PUBLIC)
     except (KeyError, ValueError) as exc:
         return f"⚠️ {transcripts.inert(exc)}"
-    found = availability.check(entry, MODELS.cache_dir)
-    quoted = measured.measured_note(measured.measured_runs(entry.location))
-    return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(entry.key)}: "
-            f"{transcripts.inert(found.message)}" + (f"\n\n{transcripts.inert(quoted)}" if quoted else ""))
+    found = _found(entry)
+    agent = live_session.is_decision_agent(entry)
+    quoted = measured.measured_note(measured.measured_runs(entry.location, prefix=lists.AGENT_PREFIX if agent
+                                                           else "model:"))
+    name = lists.AGENT_PREFIX + entry.key if agent else entry.key
+    return (f"{'✓ available' if found.ok else '✗ unavailable'} · {transcripts.code(name)}: "
+            f"{transcripts.inert(found.message)}" + (f"\n\n{AGENT_NOTE}" if agent else "")
+            + (f"\n\n{transcripts.inert(quoted)}" if quoted else ""))
 
 
 def declared_tokens(models_dir: str | None, key: str | None, path: str | None) -> int:
@@ -70,7 +97,7 @@ def declared_tokens(models_dir: str | None, key: str | None, path: str | None) -
     e.g. 256 for clarify-smollm2-grpo, whose plan calls run past 120), else the default; an unknown or
     broken pick keeps the default (describe_model says what is wrong)."""
     try:
-        found = availability.check(lists.policy_entry(models_dir, key, path, public=PUBLIC), MODELS.cache_dir)
+        found = _found(lists.policy_entry(models_dir, key, path, public=PUBLIC))
         budget = declared_budget(found.path) if found.ok and found.path is not None else None
     except (KeyError, ValueError, ModelLoadError):
         budget = None
@@ -120,11 +147,27 @@ def _end_panel(session: live_session.LiveSession | None, replays_dir: str):
             link, str(log))
 
 
+def _beliefs(session: live_session.LiveSession | None):
+    """The ask-or-act agent's belief bars and note (hidden for every other player), as the Replays tab draws them."""
+    if session is None or session.env.beliefs is None or not session.env.beliefs.steps:
+        return gr.update(visible=False), "", None
+    episode = session.episode()
+    return gr.update(visible=True), plots.beliefs_note(episode), plots.belief_figure(episode)
+
+
 def view(session: live_session.LiveSession | None, replays_dir: str, message: str | None = None):
     """Every output of the tab for one session state (``message`` replaces the status line)."""
     status = message if message is not None else (session.status if session else "")
     return (session, live_session.messages(session) if session else [], status, _budget(session), _card(session),
-            _profile(session), *_end_panel(session, replays_dir), *_inputs(session))
+            _profile(session), *_end_panel(session, replays_dir), *_inputs(session), *_beliefs(session))
+
+
+def rubric_for(source: str, rubric: str):
+    """The rubric radio when the source changes: a cued source is scored with v3, the others not."""
+    want = RUBRIC_OF_SOURCE.get(source)
+    if want:
+        return want
+    return "v1" if rubric in RUBRIC_OF_SOURCE.values() else gr.update()
 
 
 def _inputs(session: live_session.LiveSession | None):

@@ -60,7 +60,8 @@ def _pickers(models_dir):
     model_note = gr.Markdown(elem_classes="live-note")
     with gr.Row(equal_height=True):
         mode = gr.Radio([(label, key) for key, label in MODES.items()], value="watch", label="Mode", scale=3)
-        rubric = gr.Radio(["v1", "v2"], value="v1", label="Rubric", scale=1)
+        rubric = gr.Radio(["v1", "v2", "v3"], value="v1", label="Rubric", scale=1,
+                          info="v3 (a cost per question) scores the cued requests")
     with gr.Row(equal_height=True):
         source = gr.Radio([(label, key) for key, label in h.SOURCES.items()], value="generated",
                           label="Scenario", scale=3)
@@ -145,14 +146,19 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
             card = gr.Markdown("Start an episode to see its task.")
             profile = gr.Dataframe(headers=["field (★ critical)", "hidden value"], label="Hidden profile",
                                    interactive=False, visible=False, wrap=True)
+    with gr.Column(visible=False, elem_id="live-beliefs") as belief_panel:
+        belief_note = gr.Markdown()
+        belief_plot = gr.Plot(label="The agent's beliefs", show_label=False)
     end, open_replays = _end_panel()
-    outputs = [session, chat, status, budget, card, profile, *end, user_row, agent_row]
+    outputs = [session, chat, status, budget, card, profile, *end, user_row, agent_row, belief_panel, belief_note,
+               belief_plot]  # the belief outputs last: an API client's earlier indices stay as they were
 
     demo.load(h.list_models, [models], [settings[0], model_note], api_name="live_models")
     gr.on([settings[0].change, settings[1].submit], h.describe_model, [models, settings[0], settings[1]],
           [model_note], api_name="live_check_model")
     gr.on([settings[0].change, settings[1].submit], h.declared_tokens, [models, settings[0], settings[1]],
           [settings[10]], api_name=False)  # the max-new-tokens slider follows the model's declared budget
+    settings[3].change(h.rubric_for, [settings[3], settings[8]], [settings[8]], api_name=False)
     slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate", show_progress_on=[status])
     quiet = dict(show_progress="hidden")
     started = start.click(h.start, [session, root, models, *settings], outputs, api_name="live_start", **quiet)

@@ -2,6 +2,7 @@
 ends with its breakdown, Stop halts a long generation on the server, and a person plays one
 "You are the agent" episode. Screenshots go to the test's temporary directory."""
 
+import re
 import threading
 
 import pytest
@@ -134,3 +135,43 @@ def test_unused_heldout_index_does_not_block_a_generated_start(app, browser, tmp
     page.get_by_role("button", name="▶ Start episode").click()
     page.get_by_text("held-out index must be in 0..299", exact=False).first.wait_for(timeout=WAIT_MS)
     page.screenshot(path=str(tmp_path / f"heldout_{index}.png"), full_page=True)
+
+
+def pick_model(page, key):
+    picker = page.get_by_role("combobox", name="Model")
+    picker.click()
+    picker.fill(key)
+    page.get_by_role("option", name=key).first.click()
+    page.get_by_text(f"{key}: ready to load from").wait_for(timeout=WAIT_MS)
+
+
+def test_the_ask_or_act_agent_shows_its_beliefs_as_it_plays(app, browser, tmp_path):
+    url, root = app
+    page = open_page(browser, url)
+    pick_model(page, "decision:decision-rlcd")
+    assert page.get_by_text("The ask-or-act agent generates nothing").is_visible()
+    page.get_by_label("Cued requests (rubric v3", exact=False).check()
+    page.get_by_label("v3", exact=True).wait_for(timeout=WAIT_MS)
+    page.wait_for_function("() => [...document.querySelectorAll('input[type=radio]')]"
+                           ".some(r => r.value === 'v3' && r.checked)", timeout=WAIT_MS)  # the source picked v3
+    page.get_by_label("You are the user").check()
+    page.get_by_role("button", name="▶ Start episode").click()
+    page.get_by_text("the model asks you a question").first.wait_for(timeout=WAIT_MS)
+    beliefs = page.locator("#live-beliefs")
+    beliefs.locator(".js-plotly-plot").first.wait_for(timeout=WAIT_MS)
+    assert beliefs.get_by_text("not asked yet", exact=False).first.is_visible()
+    page.screenshot(path=tmp_path / "agent_asks.png", full_page=True)
+    left, most = map(int, re.search(r"Questions left:\W*(\d+) / (\d+)", page.inner_text("body")).groups())
+    ended, asks = page.get_by_text("episode ended ("), page.get_by_text("waiting for your answer", exact=False)
+    while not ended.first.is_visible():  # answer each question with nothing the agent can read
+        page.get_by_placeholder("A short phrase, as the user would", exact=False).fill("no idea")
+        page.get_by_role("button", name="Send answer").click()
+        left -= 1
+        page.get_by_text(re.compile(rf"Questions left:\W*{left} / {most}")).wait_for(timeout=WAIT_MS)  # taken
+        ended.or_(asks).first.wait_for(timeout=WAIT_MS)  # the agent's next move
+    page.locator("#live-end .js-plotly-plot").first.wait_for(timeout=WAIT_MS)
+    assert beliefs.get_by_text("Beliefs of", exact=False).is_visible()
+    page.screenshot(path=tmp_path / "agent_end.png", full_page=True)
+    logs = list((root / "replays" / "sessions").glob("live-*-v3/episodes.jsonl"))
+    assert logs and any('"beliefs": {' in log.read_text(encoding="utf-8") or '"beliefs":{' in
+                        log.read_text(encoding="utf-8") for log in logs)

@@ -122,3 +122,18 @@ def test_public_space_typed_keys_get_one_refusal_over_http(app, monkeypatch):
     for key in keys:
         status = client.predict(key, "", "watch", *SETTINGS.values(), api_name="/live_start")[1]
         assert "only folders inside the models folder" in status
+
+
+def test_the_ask_or_act_agent_plays_a_cued_request_over_http(app):
+    url, root = app
+    client = Client(url, verbose=False)
+    args = {**SETTINGS, "source": "cued", "rubric": "v3"}
+    client.predict("decision:decision-rlcd", "", "watch", *args.values(), api_name="/live_start")
+    final = client.submit(api_name="/live_play").result(timeout=120 * WAIT_SCALE)
+    status, header, note = final[1], final[5], final[-2]
+    assert "episode ended" in status and "policy `decision:checkpoints/decision-rlcd`" in header
+    assert note.startswith("Beliefs of **checkpoints/decision-rlcd**; a question costs 0.08.")
+    run = re.search(r"`(sessions/live-[0-9a-f]+-v3)`", header).group(1)
+    assert read_episodes(root / "replays" / run / "episodes.jsonl").episodes[-1].beliefs is not None
+    refused = client.predict("decision:/etc", "", "watch", *args.values(), api_name="/live_start")
+    assert "pick one from the list" in refused[1]  # a typed path never becomes an agent's model

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import pytest
 
 from core.clarify.policies import revealing_question
-from core.clarify.scenarios import generate_scenario, load_scenarios
+from core.clarify.scenarios import generate_scenario, load_cued, load_scenarios
 from core.live.session import (MAX_ANSWER_CHARS, LiveError, agent_move, answer_question, messages, pick_scenario,
                                save_run, start)
 from core.live.streaming import GenerationSettings
@@ -65,6 +65,8 @@ SCENARIO = generate_scenario(0, "easy")
     ("generated", "any", "easy", 0, 0, SCENARIO.id),                # "any" keeps the seed
     ("generated", "meeting_scheduling", "hard", 0, 0, "meeting_scheduling_hard"),  # family searched for
     ("heldout", "any", "easy", 0, 4, load_scenarios("clarifyrl-heldout", 5)[4].id),  # by index
+    ("cued", "any", "medium", 70000, 0, load_cued()[1].id),         # the cued held-out set's scenario
+    ("cued", "meeting_scheduling", "hard", 0, 0, "meeting_scheduling_hard"),
 ])
 def test_pick_scenario(source, family, difficulty, seed, index, expect):
     assert pick_scenario(source, family, difficulty, seed, index).id.endswith(expect)
@@ -73,10 +75,20 @@ def test_pick_scenario(source, family, difficulty, seed, index, expect):
 @pytest.mark.parametrize("args, message", [
     (("heldout", "any", "easy", 0, 300), "held-out index"),
     (("generated", "cooking", "easy", 0, 0), "unknown family"),
+    (("cued", "cooking", "easy", 0, 0), "unknown family"),
+    (("uploaded", "any", "easy", 0, 0), "unknown scenario source 'uploaded'"),
 ])
 def test_pick_scenario_rejects(args, message):
     with pytest.raises(LiveError, match=message):
         pick_scenario(*args)
+
+
+@pytest.mark.parametrize("source, rubric", [("cued", "v1"), ("cued", "v2"), ("generated", "v3")])
+def test_a_cued_scenario_is_scored_with_v3_and_only_it(source, rubric):
+    scenario = pick_scenario(source, "any", "easy", 0)
+    with pytest.raises(LiveError, match=f"rubric {rubric} with an? (un)?cued scenario"):
+        start("agent", scenario, rubric)
+    assert start("agent", pick_scenario("cued", "any", "easy", 0), "v3").env.rubric == "v3"
 
 
 def test_agent_mode_full_episode_scores_and_saves_a_run(tmp_path):

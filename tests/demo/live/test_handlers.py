@@ -12,7 +12,7 @@ from demo.live import handlers as h
 from tests.fixtures.tiny_chat import build_tiny_chat
 
 OUT = ["session", "chat", "status", "budget", "card", "profile", "panel", "header", "breakdown", "marks",
-       "link", "download", "user_row", "agent_row"]
+       "link", "download", "user_row", "agent_row", "belief_panel", "belief_note", "belief_plot"]
 
 
 def named(outputs):
@@ -161,6 +161,7 @@ def test_public_space_messages_name_no_rooted_path(models_dir, tmp_path, monkeyp
     """With SPACE_ID set, every availability message of the one list (both kinds), every typed-key note
     and a played session's policy name show bare or checkout-relative names only."""
     from core.models import availability, lists
+    from demo.decisions import handlers as dh
 
     monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
     monkeypatch.setattr(h, "PUBLIC", True)
@@ -171,6 +172,9 @@ def test_public_space_messages_name_no_rooted_path(models_dir, tmp_path, monkeyp
     messages += [h.describe_model(str(models_dir), None, key) for key in typed_keys(models_dir, tmp_path)]
     out = start(tmp_path, models_dir)
     messages.append(out["session"].model_label)
+    messages += [dh.model_note(str(models_dir), e.key) for e in lists.decision_entries(str(models_dir))]
+    agent = start(tmp_path, models_dir, key="decision:tiny", source="cued", rubric="v3")  # a local folder's agent
+    messages += [agent["session"].model_label, h.describe_model(str(models_dir), "decision:tiny", "")]
     assert [m for m in messages if ROOTED.search(m)] == []
 
 
@@ -239,3 +243,32 @@ def test_the_tokens_slider_follows_the_model_folders_declared_budget(tmp_path):
     assert h.declared_tokens(str(root), "broken", "") == default  # describe_model names what is wrong
     assert h.declared_tokens(str(root), None, "/no/such/model") == default
     assert h.declared_tokens(str(root), "no such key", "") == default
+
+
+def test_the_ask_or_act_agent_is_picked_after_the_policies_with_what_it_measured(models_dir):
+    keys = [key for _, key in h.model_choices(str(models_dir))]
+    agents = [k for k in keys if k.startswith("decision:")]
+    assert agents[0] == "decision:decision-smollm2-pooled-cued" and "decision:decision-rlcd" in agents
+    assert keys.index(agents[0]) > keys.index("clarify-grpo")  # the playing policies first
+    note = h.describe_model(str(models_dir), agents[0], "")
+    assert note.startswith("✓ available · `decision:decision-smollm2-pooled-cued`") and h.AGENT_NOTE in note
+    assert "measured: 0.768" in note and "clarifylab-cued-v3" in note  # its committed run, quoted
+
+
+def test_the_agent_plays_a_cued_episode_with_its_belief_bars(models_dir, tmp_path):
+    out = start(tmp_path, models_dir, key="decision:decision-rlcd", source="cued", rubric="v3")
+    assert out["session"].scenario.cues is not None and out["belief_panel"]["visible"] is False
+    views = [named(v[:-1]) for v in h.play(out["session"], str(tmp_path))]
+    first, final = views[0], views[-1]
+    assert first["belief_panel"]["visible"] and "Beliefs of" in first["belief_note"] and "not asked yet" in \
+        first["belief_note"] and first["belief_plot"] is not None
+    assert final["session"].done and "not asked yet" not in final["belief_note"]
+    saved = read_episodes(Path(final["download"])).episodes
+    assert saved[-1].beliefs == final["session"].episodes[-1].beliefs and saved[-1].policy.startswith("decision:")
+
+
+def test_a_cued_source_picks_rubric_v3_and_leaving_it_picks_v1():
+    assert h.rubric_for("cued", "v1") == "v3"
+    assert h.rubric_for("generated", "v3") == "v1"
+    assert h.rubric_for("heldout", "v2") == {"__type__": "update"}  # the visitor's pick stays
+    assert set(h.SOURCES) == set(__import__("core.live.session", fromlist=["SOURCES"]).SOURCES)

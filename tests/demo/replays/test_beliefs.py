@@ -12,6 +12,7 @@ from core.decision.questions import make_answer
 from core.runs.episode_log import read_episodes
 from core.runs.eval import run_eval, write_run
 from core.runs.summary import summarize
+from demo import plots
 from demo.replays import beliefs as b
 from demo.replays.handlers import episode_key
 
@@ -62,4 +63,4 @@ def test_the_golden_v3_episode_with_beliefs_loads():
     assert episode.rubric == "v3" and episode.scenario.cues.version == 1 and episode.beliefs.version == 1
     assert episode.beliefs.steps[0].turn == -1
     assert json.loads(FIXTURE.read_text())["beliefs"]["model"] == "checkpoints/decision-rlcd"
-    assert b.belief_figure(episode).data
+    assert plots.belief_figure(episode).data
