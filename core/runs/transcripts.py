@@ -96,7 +96,8 @@ class FieldMark:
     matched: bool
     """The plan's value equals the hidden one under the rubric's normalisation."""
     hallucinated: bool
-    """The plan states a family field that no question revealed."""
+    """The plan states a family field that no question revealed and the request did not name for
+    certain (a cued request's clear cue, ``stated_in_request``)."""
 
 
 def _block(call: str, result: dict, reward: float, title_tail: str) -> Message:
@@ -179,13 +180,23 @@ def values_match(rubric: str, field: str, planned: Any, hidden: Any) -> bool:
     return field in FIELDS and values_equal_v2(field, planned, hidden)
 
 
+def stated_in_request(episode: Episode) -> set[str]:
+    """Plan fields whose value a cued request named for certain (a clear cue): the plan took them from
+    the request, so they are not made up, though no question revealed them."""
+    cues, plan = episode.scenario.cues, episode.plan or {}
+    if cues is None:
+        return set()
+    return {f for f, cue in cues.fields.items() if cue.kind == "clear" and f in plan
+            and values_match(episode.rubric, f, plan[f], cue.hinted[0])}
+
+
 def field_marks(episode: Episode) -> list[FieldMark]:
     """Hidden profile next to the plan: profile fields first, then extra plan keys."""
     profile = episode.scenario.hidden_profile
     plan = episode.plan or {}
     family = FAMILIES.get(episode.scenario.family)
     family_fields = set(family.fields) if family else set(profile)
-    revealed = set(episode.fields_revealed)
+    revealed, stated = set(episode.fields_revealed), stated_in_request(episode)
     marks = []
     for name in list(profile) + [k for k in plan if k not in profile]:
         in_plan = name in plan and plan[name] not in (None, "")
@@ -197,7 +208,7 @@ def field_marks(episode: Episode) -> list[FieldMark]:
             revealed=name in revealed,
             matched=bool(in_plan and name in profile
                          and values_match(episode.rubric, name, plan[name], profile[name])),
-            hallucinated=name in plan and name in family_fields and name not in revealed,
+            hallucinated=name in plan and name in family_fields and name not in revealed | stated,
         ))
     return marks
 

@@ -151,3 +151,20 @@ def test_an_overlong_field_is_cut_for_display_with_its_full_length():
         out = render(word)
         assert len(out) < SHOWN_CHARS + 100 and "the first 10,000 of 1,000,000 characters" in out
     assert shown("short") == "short"
+
+
+def test_a_value_a_cued_request_names_for_certain_is_not_made_up():
+    from core.clarify.families import FIELDS
+    from core.clarify.scenarios import load_cued
+    from core.records import Episode
+
+    scenario = next(s for s in load_cued() if {c.kind for c in s.cues.fields.values()} >= {"clear", "two"})
+    clear = next(f for f, c in scenario.cues.fields.items() if c.kind == "clear")
+    two = next(f for f, c in scenario.cues.fields.items() if c.kind == "two")
+    plan = {f: str(scenario.cues.fields[f].hinted[0]) for f in scenario.required_keys}
+    episode = Episode(scenario=scenario, policy="guess", rubric="v3", plan=plan)
+    marks = {m.field: m for m in field_marks(episode)}
+    assert not marks[clear].hallucinated and not marks[clear].revealed  # taken from the request, not asked
+    assert marks[two].hallucinated  # one of two values the request named: a guess
+    wrong = dict(plan, **{clear: next(str(v) for v in FIELDS[clear].values if v != scenario.cues.fields[clear].hinted[0])})
+    assert {m.field: m for m in field_marks(episode.model_copy(update={"plan": wrong}))}[clear].hallucinated
