@@ -17,7 +17,7 @@ from core.live.endpoint_turns import endpoint_turns
 from core.live.session import LiveError, LiveSession, apply_model_text, is_decision_agent, settle
 from core.live.streaming import TurnClock, stream_turn
 from core.models.cache import ModelCache
-from core.models.loader import Progress
+from core.models.loader import Progress, quiet
 
 WAITING = ("waiting for another visitor: their turn on this model is generating, and yours starts when "
            "it ends (your timings start then too)")
@@ -76,6 +76,7 @@ def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Ev
         yield from endpoint_turns(session, stop)
         return
     if is_decision_agent(session.entry):  # the ask-or-act agent: a decision model's beliefs, nothing generated
+        (progress or quiet)(0.0, f"loading {session.entry.key} (once per process; a real body takes 15-40 s)")
         try:
             model = cache.decider(session.entry)
         except ValueError as exc:
