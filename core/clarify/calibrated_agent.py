@@ -9,6 +9,7 @@ Replays tab shows them beside the true posterior without running a model. MODEL 
 decision picker loads (our letter arms, the option scorer, a chat model folder, a System One URL).
 """
 
+import math
 import random
 from functools import lru_cache
 from typing import Protocol, Sequence
@@ -39,11 +40,14 @@ def model_beliefs(model: DecisionModel, request: str, fields: Sequence[str]) -> 
         raise ValueError(f"the decision model answered {len(answers)} of {len(questions)} questions")
     out = {}
     for f, q, answer in zip(fields, questions, answers):
-        probs = answer.probs
-        total = sum(probs[o] for o in q.options)
+        probs = [answer.probs.get(o) for o in q.options]
+        if not all(isinstance(p, (int, float)) and math.isfinite(p) and p >= 0 for p in probs):
+            raise ValueError(f"the decision model gave field {f!r} probabilities that are not all finite and "
+                             f"non-negative: {probs!r}"[:300])
+        total = sum(probs)
         if total <= 0:
             raise ValueError(f"the decision model gave field {f!r} no probability mass")
-        out[f] = [probs[o] / total for o in q.options]
+        out[f] = [p / total for p in probs]
     return out
 
 

@@ -30,7 +30,7 @@ def read_request(session: LiveSession, model: Any) -> None:
     _call(session, "get_task_info")
     try:
         fields = model_beliefs(model, env.scenario.request, list(env.scenario.required_keys))
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, KeyError, RuntimeError) as exc:
         raise LiveError(f"the decision model could not read the request: {exc}") from exc
     session.agent = AgentState(fields=fields)
     name = session.model_label.removeprefix("decision:")

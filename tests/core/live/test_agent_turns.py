@@ -108,3 +108,22 @@ def test_only_a_listed_decision_model_is_an_agent(key):
     with pytest.raises(KeyError, match="pick one from the list"):
         lists.policy_entry(None, key, None)
     assert lists.agent_entries()[0].key == "decision-smollm2-pooled-cued"
+
+
+class Garbage:
+    """A decision model whose probabilities are not a distribution of finite, non-negative numbers."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def decide(self, state, questions):
+        from core.decision.questions import make_answer
+
+        return [make_answer(q, [self.value] * len(q.options)) for q in questions]
+
+
+@pytest.mark.parametrize("value", [float("nan"), -0.5, float("inf")])
+def test_a_model_that_emits_garbage_probabilities_is_refused_by_name(value):
+    session = start("watch", SCENARIOS[0], "v3", lists.policy_entry(None, KEY, None))
+    with pytest.raises(LiveError, match="could not read the request: the decision model gave field .* not all finite"):
+        list(agent_turns(session, Garbage(value)))
