@@ -13,7 +13,6 @@ from typing import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
-
 from plotly.subplots import make_subplots
 
 from core.clarify.cued import posterior

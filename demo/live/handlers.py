@@ -24,7 +24,6 @@ from core.models.loader import ModelLoadError, declared_budget
 from core.runs import measured, transcripts
 from demo import plots
 
-
 MODELS = ModelCache(open_decider=open_decider)
 """Loaded models, shared read-only by every session (each loads once, on first use): the policies, and the
 decision models the ask-or-act agent reads with (built as the Decisions tab builds them)."""
