@@ -8,6 +8,7 @@ belief (tested). Turns are tool calls in the scripted agents' plain-text form; n
 """
 
 import copy
+import threading
 from typing import Any, Iterator
 
 from core.clarify.calibrated_agent import model_beliefs
@@ -37,9 +38,11 @@ def read_request(session: LiveSession, model: Any) -> None:
     env.beliefs = Beliefs(model=name, cost=QUESTION_COST, steps=[belief_step(env, -1, None, fields, set())])
 
 
-def agent_turns(session: LiveSession, model: Any) -> Iterator[LiveSession]:
-    """Play the agent's turns until the episode ends or a question waits for the person; yields after each."""
+def agent_turns(session: LiveSession, model: Any, stop: threading.Event | None = None) -> Iterator[LiveSession]:
+    """Play the agent's turns until the episode ends, a question waits for the person or ``stop`` is set
+    (checked between turns; Continue goes on from there); yields after each."""
     session = copy.deepcopy(session)
+    session.stopped = False
     if session.done or session.pending is not None:
         yield session
         return
@@ -49,6 +52,10 @@ def agent_turns(session: LiveSession, model: Any) -> Iterator[LiveSession]:
         yield session
     agent = session.agent
     while not session.done and session.pending is None:
+        if stop is not None and stop.is_set():
+            session.stopped, session.status = True, "stopped between the agent's turns: Continue goes on"
+            yield session
+            return
         asked = set(agent.answered)
         field = next_field(session.env, agent.fields, asked, session.env.beliefs.cost)
         if field is None:

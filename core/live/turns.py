@@ -81,7 +81,7 @@ def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Ev
             model = cache.decider(session.entry)
         except ValueError as exc:
             raise LiveError(str(exc)) from exc
-        yield from agent_turns(session, model)
+        yield from agent_turns(session, model, stop)
         return
     loaded = cache.get(session.entry, session.settings.int8, progress)
     yield from model_turns(session, loaded.model, loaded.tokenizer, stop)

@@ -127,3 +127,19 @@ def test_a_model_that_emits_garbage_probabilities_is_refused_by_name(value):
     session = start("watch", SCENARIOS[0], "v3", lists.policy_entry(None, KEY, None))
     with pytest.raises(LiveError, match="could not read the request: the decision model gave field .* not all finite"):
         list(agent_turns(session, Garbage(value)))
+
+
+def test_stop_halts_the_agent_between_turns_and_continue_goes_on(agent):
+    scenario = next(s for s in SCENARIOS if s.difficulty == "hard")
+    entry = lists.policy_entry(None, KEY, None)
+    stop = threading.Event()
+    session = start("watch", scenario, "v3", entry)
+    turns = agent_turns(session, agent.model, stop)
+    first = next(turns)  # the request read: the beliefs, no question yet
+    stop.set()
+    halted = list(turns)[-1]
+    assert first.agent is not None and halted.stopped and not halted.done and "stopped" in halted.status
+    assert len(halted.env.turns) == len(first.env.turns)
+    finished = played(halted, agent.model)
+    expected = played(start("watch", scenario, "v3", entry), agent.model)
+    assert finished.done and not finished.stopped and dumped(finished.episodes[-1]) == dumped(expected.episodes[-1])
