@@ -16,6 +16,7 @@ from core.clarify.cued_policies import belief_step, map_plan, next_field, questi
 from core.clarify.environment import render_call
 from core.clarify.rubrics import QUESTION_COST
 from core.live.session import AgentState, LiveError, LiveSession, apply_model_text, heard, settle
+from core.models.lists import AGENT_PREFIX
 from core.records import Beliefs, ToolCall, trusted
 
 
@@ -34,7 +35,7 @@ def read_request(session: LiveSession, model: Any) -> None:
     except (ValueError, KeyError, RuntimeError) as exc:
         raise LiveError(f"the decision model could not read the request: {exc}") from exc
     session.agent = AgentState(fields=fields)
-    name = session.model_label.removeprefix("decision:")
+    name = session.model_label.removeprefix(AGENT_PREFIX)
     env.beliefs = Beliefs(model=name, cost=QUESTION_COST, steps=[belief_step(env, -1, None, fields, set())])
 
 

@@ -32,6 +32,7 @@ from core.clarify.toolcalls import parse_tool_call, render_tool_call
 from core.clarify.user_sim import match_field, normalise_question
 from core.live.streaming import GenerationSettings, TurnTiming
 from core.models.entries import ModelEntry, public_deployment, shown_path
+from core.models.lists import AGENT_PREFIX
 from core.records import Episode, Generation, Scenario, ToolCall
 from core.runs.episode_log import write_episodes
 from core.runs.session_runs import SESSIONS_DIR, prune
@@ -220,7 +221,7 @@ def _label(entry: ModelEntry | None) -> str:
     if entry.source == "endpoint":
         return entry.location
     if is_decision_agent(entry):  # as the evaluation names it: decision:checkpoints/<folder> for a shipped one
-        return f"decision:{shown_path(entry.location)}"
+        return AGENT_PREFIX + shown_path(entry.location)
     return f"model:{shown_path(entry.location) if public_deployment() else entry.location}"
 
 
