@@ -135,7 +135,7 @@ def check_pooled(path: Path) -> Availability:
     if not found.ok:
         return Availability(False, None, f"the base of the pooled readout in {shown_path(path)} ({base}) is unavailable: "
                             f"{found.message}")
-    return Availability(True, path, f"{POOLED_DESIGN} ready to load from {shown_path(path)} (a head over {base})")
+    return Availability(True, path, f"ready to load from {shown_path(path)} (a head over {base})")
 
 
 def cached_snapshot(hub_id: str, cache_dir: str | Path | None = None) -> Path | None:
@@ -227,7 +227,7 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
     if (path / POOLED_CARD).is_file():
         return check_pooled(path)
     if (path / OPTION_CARD).is_file():
-        return Availability(True, path, f"{OPTION_DESIGN} ready to load from {shown_path(path)} (hashes checked on load)")
+        return Availability(True, path, f"ready to load from {shown_path(path)} (hashes checked on load)")
     if pipeline_ok and any(path.glob(f"*{GGUF_SUFFIX}")):
         return Availability(True, path, f"GGUF chat model in {shown_path(path)}, {through}")
     chat = check_folder(path) if pipeline_ok else None

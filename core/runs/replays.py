@@ -268,6 +268,26 @@ def run_names(root: str | Path, uploads: dict | None = None) -> list[str]:
     return [r.name for r in discover_runs(root)] + list(uploads or {})
 
 
+LANDING_RUN = "clarifylab-heldout-v2/clarify-grpo"
+"""The run a page opens on: the README's headline (the best shipped policy on our held-out set), not whichever
+name sorts first."""
+
+
+def landing_run(names: Sequence[str]) -> str | None:
+    """The run a page shows before a visitor picks one: :data:`LANDING_RUN` when listed, else the first name."""
+    return LANDING_RUN if LANDING_RUN in names else (names[0] if names else None)
+
+
+def first_episode(root: str | Path, name: str) -> str | None:
+    """The id of the first episode the episode table lists for run ``name`` (what a page opens with, so a visitor
+    sees a transcript and its scores before picking); None for an empty or unreadable run."""
+    try:
+        episodes = load_run(root, name).table["episode"]
+    except (RunNotFound, EpisodeLogError, KeyError):
+        return None
+    return str(episodes.iloc[0]) if len(episodes) else None
+
+
 def companion_run(names: Sequence[str], run: str | None) -> str | None:
     """A default second run to compare with ``run``: the first other run in the same folder
     (same scenario set), else the first other run."""

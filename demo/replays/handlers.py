@@ -49,15 +49,16 @@ def episode_key(run: str, episode_id: str) -> str:
 
 
 def on_load(root: str, request: gr.Request | None = None):
-    """Page load: list the runs and read ``?run=&episode=`` from the URL."""
+    """Page load: list the runs and read ``?run=&episode=`` from the URL (else open the landing run's first episode)."""
     infos = replays.discover_runs(root)
     names = [r.name for r in infos]
     query = dict(request.query_params) if request is not None else {}
-    run = query.get("run") if query.get("run") in names else (names[0] if names else None)
+    run = query.get("run") if query.get("run") in names else replays.landing_run(names)
     asked = query.get("run")
     note = (f"⚠ No run named {transcripts.inert(asked)}; showing {transcripts.inert(run)} instead."
             if asked and asked != run else "")
-    key = episode_key(run, query["episode"]) if run and query.get("episode") else None
+    episode = query.get("episode") or (replays.first_episode(root, run) if run else None)
+    key = episode_key(run, episode) if run and episode else None
     b = replays.companion_run(names, run)
     return (_runs_frame(infos), gr.update(choices=names, value=[run] if run else []),
             gr.update(choices=names, value=run), gr.update(choices=names, value=b), key, note)

@@ -14,7 +14,7 @@ from core.runs.episode_log import EpisodeLogError, read_episodes, write_episodes
 from core.runs.episode_table import Filters
 from core.runs.episode_table import filter_table
 from core.runs.replays import (REPLAYED_POLICIES, SHIPPED_SETS, RunNotFound, companion_run, compared_episodes,
-                               discover_runs, find_episode, get_run, known_runs, load_upload, regenerate, resolve_run,
+                               discover_runs, find_episode, first_episode, get_run, known_runs, landing_run, load_upload, regenerate, resolve_run,
                                runs_table, upload_name, upload_note)
 from core.runs.session_runs import OWNED
 
@@ -291,6 +291,24 @@ def test_regenerating_reproduces_a_shipped_run(tmp_path, monkeypatch):
 ])
 def test_companion_run(names, run, expected):
     assert companion_run(names, run) == expected
+
+
+def test_the_landing_run_is_the_headline_when_shipped_else_the_first():
+    shipped = [r.name for r in discover_runs(SHIPPED)]
+    assert shipped[0] != "clarifylab-heldout-v2/clarify-grpo"  # what sorting alone would open
+    assert landing_run(shipped) == "clarifylab-heldout-v2/clarify-grpo"
+    assert landing_run([GUESS, ORACLE]) == GUESS and landing_run([]) is None
+
+
+def test_the_first_episode_is_the_tables_first_row_or_none(root):
+    assert first_episode(root, GUESS) == runs_table(root, [GUESS])["episode"].iloc[0] == "seed1_meeting_scheduling_easy#0"
+    assert first_episode(root, "fixture-set/nope") is None and first_episode(root, "../x") is None
+    broken = root / "fixture-set" / "broken"
+    broken.mkdir()
+    (broken / "episodes.jsonl").write_text("{not json\n", encoding="utf-8")
+    assert first_episode(root, "fixture-set/broken") is None
+    (broken / "episodes.jsonl").write_text("", encoding="utf-8")
+    assert first_episode(root, "fixture-set/broken") is None
 
 
 def test_a_live_session_run_is_listed_to_no_one_and_opens_only_for_its_page(root):

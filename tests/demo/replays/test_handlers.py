@@ -30,7 +30,9 @@ def test_on_load_lists_runs_and_picks_the_first(root):
     runs_df, runs, run_a, run_b, key, note = h.on_load(root, request())
     assert list(runs_df["run"]) == [GUESS, ORACLE] and runs_df["95% interval"].iloc[0]
     assert runs["value"] == [GUESS] and run_a["value"] == GUESS and run_b["value"] == ORACLE
-    assert key is None and note == ""
+    assert key == f"{GUESS}|seed1_meeting_scheduling_easy#0" and note == ""  # its first episode opens
+    shown, _, _ = h.filter_episodes(root, {}, [GUESS], *NO_FILTERS)
+    assert key == h.episode_key(GUESS, shown["episode"].iloc[0])  # the table's first row
 
 
 def test_on_load_reads_run_and_episode_from_the_url(root):
