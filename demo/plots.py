@@ -207,12 +207,15 @@ def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:
     title = f"Score difference per shared scenario: {label(run_a)} − {label(run_b)}"
     if table.empty:
         return _empty(title, "the two runs share no scenario")
-    rows = table.sort_values("diff")
-    fig = go.Figure(layout=dict(title=title, **_LAYOUT))
-    fig.add_bar(x=[label(s) for s in rows["scenario"]], y=rows["diff"],
-                marker=dict(color=[family_color(f) for f in rows["family"]]),
-                hovertemplate="%{x}<br>difference %{y:+.3f}<extra></extra>")
-    fig.update_xaxes(showticklabels=len(rows) <= 30, title="scenario (sorted by difference)")
+    rows = table.sort_values("diff", kind="stable")
+    fig = go.Figure(layout=dict(title=title, barmode="relative", **_LAYOUT))
+    for family in rows["family"].unique():  # one trace a family, so the legend names each colour
+        mine = rows[rows["family"] == family]
+        fig.add_bar(x=[label(s) for s in mine["scenario"]], y=mine["diff"], name=label(family),
+                    marker=dict(color=family_color(family)),
+                    hovertemplate="%{x}<br>difference %{y:+.3f}<extra></extra>")
+    fig.update_xaxes(showticklabels=len(rows) <= 30, title="scenario (sorted by difference)",
+                     categoryorder="array", categoryarray=[label(s) for s in rows["scenario"]])
     fig.update_yaxes(range=[-1.05, 1.05], title="score a − score b")
     return fig
 

@@ -88,7 +88,11 @@ def test_empty_inputs_say_so(build):
 def test_difference_bars_sorted(frame):
     comp = compare_tables(frame[frame.run == "oracle"], frame[frame.run == "guess"])
     fig = plots.difference_bars(comp.table, "oracle", "guess")
-    assert list(fig.data[0].y) == sorted(fig.data[0].y)
+    order = list(fig.layout.xaxis.categoryarray)
+    shown = {x: y for trace in fig.data for x, y in zip(trace.x, trace.y)}
+    assert sorted(order) == sorted(comp.table["scenario"]) and [shown[x] for x in order] == sorted(comp.table["diff"])
+    assert [t.name for t in fig.data] == list(dict.fromkeys(comp.table.sort_values("diff", kind="stable")["family"]))
+    assert {t.marker.color for t in fig.data} == {plots.family_color(t.name) for t in fig.data}  # a legend entry a colour
 
 
 def test_breakdown_overlays_recorded_components():
