@@ -63,12 +63,12 @@ def _empty(title: str, why: str) -> go.Figure:
 
 
 def family_bars(scores: pd.DataFrame) -> go.Figure:
-    """Per-family mean (bars) and max (ticks) score, one bar pattern per run.
+    """Per-family mean (bars, with their 95% intervals) and max (ticks) score, one bar pattern per run.
 
     Args:
-        scores: ``core.runs.replays.family_scores`` output (run, family, mean, max, n).
+        scores: ``core.runs.episode_table.family_scores`` output (run, family, mean, lo, hi, max, n).
     """
-    title = "Score per family: mean (bar) and best episode (tick)"
+    title = "Score per family: mean (bar) with its 95% interval, best episode (tick)"
     if scores.empty:
         return _empty(title, "no episodes selected")
     fig = go.Figure(layout=dict(title=title, barmode="group", **_LAYOUT))
@@ -78,8 +78,11 @@ def family_bars(scores: pd.DataFrame) -> go.Figure:
         pattern = RUN_PATTERNS[i % len(RUN_PATTERNS)]
         fig.add_bar(x=[label(f) for f in rows["family"]], y=rows["mean"], name=label(run), offsetgroup=str(i), showlegend=False,
                     marker=dict(color=colors, pattern=dict(shape=pattern)),
-                    customdata=rows[["max", "n"]], hovertemplate=(
-                        "%{x}<br>mean %{y:.3f}<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
+                    error_y=dict(type="data", array=rows["hi"] - rows["mean"], arrayminus=rows["mean"] - rows["lo"],
+                                 color="#444", thickness=1.5, width=4),
+                    customdata=rows[["max", "n", "lo", "hi"]], hovertemplate=(
+                        "%{x}<br>mean %{y:.3f} [%{customdata[2]:.3f}, %{customdata[3]:.3f}]"
+                        "<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
         fig.add_scatter(x=[label(f) for f in rows["family"]], y=rows["max"], mode="markers", offsetgroup=str(i),
                         marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
                         showlegend=False, hoverinfo="skip")

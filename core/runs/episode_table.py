@@ -139,11 +139,16 @@ def filter_table(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 # ---- compare and overview ----------------------------------------------------------------
 
 
-def family_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean and max score per run and family (columns run, family, mean, max, n)."""
-    grouped = frame.groupby(["run", "family"], observed=True)["score"]
-    out = grouped.agg(["mean", "max", "count"]).reset_index()
-    return out.rename(columns={"count": "n"})
+def family_scores(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Mean score per run and family with its scenario-clustered 95% bootstrap interval, and the best episode
+    (columns run, family, mean, lo, hi, max, n): a family's mean over a few scenarios is read with its width."""
+    grouped = frame.groupby(["run", "family"], observed=True)
+    out = grouped["score"].agg(["mean", "max", "count"]).reset_index().rename(columns={"count": "n"})
+    intervals = [bootstrap_mean(rows["score"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=seed)
+                 for _, rows in grouped]
+    out.insert(3, "lo", [iv.lo for iv in intervals])
+    out.insert(4, "hi", [iv.hi for iv in intervals])
+    return out
 
 
 def component_means(frame: pd.DataFrame, components: Sequence[str]) -> pd.DataFrame:

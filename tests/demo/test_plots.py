@@ -33,6 +33,10 @@ def test_family_bars_colour_by_family_and_pattern_by_run(frame):
     fams = list(bars[0].x)
     assert list(bars[0].marker.color) == [plots.FAMILY_COLORS[f] for f in fams]
     assert bars[0].marker.pattern.shape != bars[1].marker.pattern.shape
+    scores = table.family_scores(frame)
+    mine = scores[scores["run"] == "oracle"]
+    assert list(bars[0].error_y.array) == pytest.approx(list(mine["hi"] - mine["mean"]))  # each mean's 95% interval
+    assert list(bars[0].error_y.arrayminus) == pytest.approx(list(mine["mean"] - mine["lo"]))
     ticks = [t for t in fig.data if t.type == "scatter"]
     assert max(ticks[0].y) == pytest.approx(frame[frame.run == "oracle"].score.max())
 

@@ -17,6 +17,7 @@ from core.runs.replays import (REPLAYED_POLICIES, SHIPPED_SETS, RunNotFound, com
                                discover_runs, find_episode, first_episode, get_run, known_runs, landing_run, load_upload, regenerate, resolve_run,
                                runs_table, upload_name, upload_note)
 from core.runs.session_runs import OWNED
+from core.stats import bootstrap_mean
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "replay_runs"
 ORACLE, GUESS = "fixture-set/oracle", "fixture-set/guess"
@@ -124,6 +125,10 @@ def test_aggregates(root):
     fam = table.family_scores(frame)
     row = fam[(fam["run"] == ORACLE) & (fam["family"] == "meeting_scheduling")].iloc[0]
     assert row["n"] == 2 and row["max"] == pytest.approx(0.9)
+    rows = frame[(frame["run"] == ORACLE) & (frame["family"] == "meeting_scheduling")]
+    iv = bootstrap_mean(rows["score"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=0)
+    assert (row["mean"], row["lo"], row["hi"]) == pytest.approx((iv.mean, iv.lo, iv.hi))  # clustered by scenario
+    assert (fam["lo"] <= fam["mean"]).all() and (fam["mean"] <= fam["hi"]).all() and (fam["hi"] <= fam["max"]).all()
     comps = table.component_means(frame, table.COMPONENTS)
     assert set(comps["component"]) == set(table.COMPONENTS)
     iv = table.run_interval(frame, ORACLE)
