@@ -99,8 +99,9 @@ def model_note(models_dir: str, key: str | None) -> str:
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = availability.check_decision(entry)
+    where = found.message[:1].upper() + found.message[1:]  # its own sentence after the note
     return (f"{'✓' if found.ok else '⚠ not available:'} {inert(availability.design(entry, found))} · {inert(entry.note)}. "
-            f"{inert(found.message)}")
+            f"{inert(where)}")
 
 
 # ---- state and question builder

@@ -32,6 +32,8 @@ def test_the_picker_offers_it_with_its_design():
     assert ("decision-rlcd", "decision-rlcd") in labels  # the letter models keep their plain label
     assert h.model_note("", "option-scorer").startswith("✓ option scorer (confidence head) · shipped")
     assert h.model_note("", "decision-rlcd").startswith("✓ letter readout · shipped")
+    note = h.model_note("", "decision-smollm2-pooled-rlcd")  # the design once, where the model loads from a sentence
+    assert note.count("pooled readout (frozen real base)") == 1 and ". Ready to load from checkpoints/" in note
 
 
 def test_ask_shows_the_heads_confidence_beside_max_p_next_to_a_letter_model():
