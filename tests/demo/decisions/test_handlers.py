@@ -6,6 +6,7 @@ import gradio as gr
 import pytest
 import torch
 
+from core.models import entries
 from demo.decisions import handlers as h
 from tests.fixtures.tiny_decision import export_models
 
@@ -365,3 +366,13 @@ def test_calibrate_names_a_model_that_reads_a_choice_one_way_only():
                                              list(h.CHOICE_ORDERS)[1])
     assert model_err["visible"] and f"{scorer} cannot be read in every cyclic order: it reads a choice one way only" \
         in model_err["value"] and table is None
+
+
+def test_warming_loads_the_default_once_and_says_why_it_could_not(monkeypatch, tmp_path):
+    note = h.warm_default("")
+    assert note.startswith("Decisions: decision-smollm2-pooled-rlcd loaded ahead of the first Ask in ")
+    before = dict(h.CACHE._models)
+    assert h.pick(h.CACHE, None, {"a": "decision-smollm2-pooled-rlcd"})[1] == {} and h.CACHE._models == before
+    assert h.warm_default("", "no-such-model").startswith("Decisions: no-such-model not loaded ahead: unknown model")
+    monkeypatch.setattr(entries, "SHIPPED_DIR", tmp_path)  # nothing shipped: the packaged base through the pipeline
+    assert h.warm_default("").startswith("Decisions: SmolLM2-135M-Instruct loaded ahead")
