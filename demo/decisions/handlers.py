@@ -13,7 +13,7 @@ import gradio as gr
 import pandas as pd
 
 from core.decision import system_one
-from core.decision.evaluation import evalsets, reports
+from core.decision.evaluation import evalsets, reports, scores
 from core.decision.evaluation.familiarity import NO_SIGNAL, set_note, warning
 from core.decision.model import RequestTooLong, open_decider
 from core.decision.questions import render_state
@@ -108,14 +108,22 @@ def model_choices(models_dir: str):
 
 
 def model_note(models_dir: str, key: str | None) -> str:
-    """One line under the picker: where the model loads from, or why it cannot and how to fix it."""
+    """The note under the picker: where the model loads from, or why it cannot and how to fix it; for a shipped model
+    what it measured on committed test rows (``core.decision.evaluation.scores.measured``)."""
     entry = lists.find_decision(models_dir or None, key)
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = availability.check_decision(entry)
     where = found.message[:1].upper() + found.message[1:]  # its own sentence after the note
+    figures = scores.measured(entry.key) if entry.source == "shipped" else []
     return (f"{'✓' if found.ok else '⚠ not available:'} {inert(availability.design(entry, found))} · {inert(entry.note)}. "
-            f"{inert(where)}")
+            f"{inert(where)}" + "".join(f"\n\nmeasured: {_figures(m)}" for m in figures))
+
+
+def _figures(m: scores.Measured) -> str:
+    """A committed measurement as the note shows it: accuracy and ECE on the same rows, each with its interval."""
+    return (f"accuracy {m.accuracy.mean:.3f} [{m.accuracy.lo:.3f}, {m.accuracy.hi:.3f}], ECE {m.ece.mean:.3f} "
+            f"[{m.ece.lo:.3f}, {m.ece.hi:.3f}] on {m.accuracy.n:,} rows, {m.rows} (`{m.source}`)")
 
 
 # ---- state and question builder

@@ -3,12 +3,15 @@
 ``score_rows`` keeps each row's probabilities over its own options plus the facts metrics slice by
 (context, source, NOTA position); ``arm_report`` lays out ``core.decision.evaluation.reports``' headline
 metrics and probe groups as the evaluation JSON, and ``paired_report`` adds paired differences;
-``sets_report`` does both for several arms on several sets.
+``sets_report`` does both for several arms on several sets; ``measured`` reads a shipped model's figures
+back from the committed JSON, so a picker shows what the model scored before anyone asks it.
 Intervals resample whole contexts (the three questions about one ticket are not independent).
 Used by ``python -m train.decision_eval``.
 """
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -16,6 +19,7 @@ import numpy as np
 from core import calibration as cal
 from core.decision.data.rows import NOTA, DecisionRow
 from core.decision.evaluation.reports import PROBE_GROUPS, headline_metrics, probe_means
+from core.stats import Interval
 
 HEADLINE = ("accuracy", "ece", "brier", "mean_confidence")
 """Metrics with intervals in the evaluation JSON (and with paired differences)."""
@@ -113,3 +117,51 @@ def sets_report(sets: Mapping[str, Sequence[DecisionRow]], probs: Mapping[str, M
     report["paired"] = {f"{which}:{a}-{b}": paired_report(scores[a, which], scores[b, which], resamples, seed)
                         for which in named for a, b in pairs if (a, which) in scores and (b, which) in scores}
     return report
+
+
+RESULTS = Path(__file__).resolve().parents[3] / "results"
+NATURAL, SYNTHETIC = "natural test tickets (families no training row used)", "synthetic test rows"
+COMMITTED: dict[str, tuple[tuple[str, tuple[str, ...], str], ...]] = {
+    **{f"decision-smollm2-pooled-{arm}": (("decision_smollm2_pooled_eval.json", ("natural", arm), NATURAL),
+                                          ("decision_smollm2_pooled_eval.json", ("synthetic", arm), SYNTHETIC))
+       for arm in ("warmup", "rlcd", "rlvr")},
+    **{f"decision-smollm2-{arm}": (("decision_smollm2_eval.json", ("natural", arm), NATURAL),
+                                   ("decision_smollm2_eval.json", ("synthetic", arm), SYNTHETIC))
+       for arm in ("warmup", "rlcd", "rlvr")},
+    **{f"decision-{arm}": (("decision_eval.json", ("arms", arm), SYNTHETIC),) for arm in ("warmup", "rlvr", "oracle")},
+    "decision-rlcd": (("decision_eval.json", ("arms", "rlcd"), SYNTHETIC),
+                      ("decision_smollm2_eval.json", ("natural", "tiny-rlcd"), NATURAL)),
+    "option-scorer": (("option_eval.json", (), "synthetic test questions, missing answers included"),),
+}
+"""Where each shipped model's evaluation sits: (file under results/, keys to its metrics, which rows). The
+option scorer's ECE is ``ece_all``, over the same rows as its accuracy (its ``ece`` leaves out missing answers)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A shipped model's accuracy and ECE on one set, read back from the committed evaluation."""
+
+    rows: str
+    """Which rows, in words; their count is ``accuracy.n``."""
+    accuracy: Interval
+    ece: Interval
+    """Expected calibration error over the same rows, with its interval."""
+    source: str
+    """The committed JSON it was read from, relative to the checkout."""
+
+
+def measured(model: str, results: Path = RESULTS) -> list[Measured]:
+    """The committed figures of the shipped model named ``model`` (none for any other name, or when a file is
+    absent or lacks the model: a deployment without results/ shows no claim rather than a wrong one)."""
+    found = []
+    for name, keys, rows in COMMITTED.get(model, ()):
+        try:
+            metrics = json.loads((results / name).read_text(encoding="utf-8"))
+            for key in keys:
+                metrics = metrics[key]
+            spans = metrics.get("intervals", metrics)
+            accuracy, ece = (Interval(**spans[k]) for k in ("accuracy", "ece" if "intervals" in metrics else "ece_all"))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        found.append(Measured(rows, accuracy, ece, f"{results.name}/{name}"))
+    return found
