@@ -121,20 +121,21 @@ def sets_report(sets: Mapping[str, Sequence[DecisionRow]], probs: Mapping[str, M
 
 RESULTS = Path(__file__).resolve().parents[3] / "results"
 NATURAL, SYNTHETIC = "natural test tickets (families no training row used)", "synthetic test rows"
-COMMITTED: dict[str, tuple[tuple[str, tuple[str, ...], str], ...]] = {
-    **{f"decision-smollm2-pooled-{arm}": (("decision_smollm2_pooled_eval.json", ("natural", arm), NATURAL),
-                                          ("decision_smollm2_pooled_eval.json", ("synthetic", arm), SYNTHETIC))
+COMMITTED: dict[str, tuple[tuple[str, tuple[str, ...], str, str], ...]] = {
+    **{f"decision-smollm2-pooled-{arm}": (("decision_smollm2_pooled_eval.json", ("natural", arm), NATURAL, "ece"),
+                                          ("decision_smollm2_pooled_eval.json", ("synthetic", arm), SYNTHETIC, "ece"))
        for arm in ("warmup", "rlcd", "rlvr")},
-    **{f"decision-smollm2-{arm}": (("decision_smollm2_eval.json", ("natural", arm), NATURAL),
-                                   ("decision_smollm2_eval.json", ("synthetic", arm), SYNTHETIC))
+    **{f"decision-smollm2-{arm}": (("decision_smollm2_eval.json", ("natural", arm), NATURAL, "ece"),
+                                   ("decision_smollm2_eval.json", ("synthetic", arm), SYNTHETIC, "ece"))
        for arm in ("warmup", "rlcd", "rlvr")},
-    **{f"decision-{arm}": (("decision_eval.json", ("arms", arm), SYNTHETIC),) for arm in ("warmup", "rlvr", "oracle")},
-    "decision-rlcd": (("decision_eval.json", ("arms", "rlcd"), SYNTHETIC),
-                      ("decision_smollm2_eval.json", ("natural", "tiny-rlcd"), NATURAL)),
-    "option-scorer": (("option_eval.json", (), "synthetic test questions, missing answers included"),),
+    **{f"decision-{arm}": (("decision_eval.json", ("arms", arm), SYNTHETIC, "ece"),)
+       for arm in ("warmup", "rlvr", "oracle")},
+    "decision-rlcd": (("decision_eval.json", ("arms", "rlcd"), SYNTHETIC, "ece"),
+                      ("decision_smollm2_eval.json", ("natural", "tiny-rlcd"), NATURAL, "ece")),
+    "option-scorer": (("option_eval.json", (), "synthetic test questions, missing answers included", "ece_all"),),
 }
-"""Where each shipped model's evaluation sits: (file under results/, keys to its metrics, which rows). The
-option scorer's ECE is ``ece_all``, over the same rows as its accuracy (its ``ece`` leaves out missing answers)."""
+"""Where each shipped model's evaluation sits: (file under results/, keys to its metrics, which rows, the ECE's key).
+The option scorer's ECE is ``ece_all``, over the same rows as its accuracy (its ``ece`` leaves out missing answers)."""
 
 
 @dataclass(frozen=True)
@@ -152,16 +153,20 @@ class Measured:
 
 def measured(model: str, results: Path = RESULTS) -> list[Measured]:
     """The committed figures of the shipped model named ``model`` (none for any other name, or when a file is
-    absent or lacks the model: a deployment without results/ shows no claim rather than a wrong one)."""
+    absent or lacks the model: a deployment without results/ shows no claim rather than a wrong one). Each file
+    is read once; an arm's intervals sit under its ``intervals``, the option scorer's at the top."""
+    files: dict[str, object] = {}
     found = []
-    for name, keys, rows in COMMITTED.get(model, ()):
+    for name, keys, rows, ece in COMMITTED.get(model, ()):
         try:
-            metrics = json.loads((results / name).read_text(encoding="utf-8"))
+            if name not in files:
+                files[name] = json.loads((results / name).read_text(encoding="utf-8"))
+            metrics = files[name]
             for key in keys:
                 metrics = metrics[key]
             spans = metrics.get("intervals", metrics)
-            accuracy, ece = (Interval(**spans[k]) for k in ("accuracy", "ece" if "intervals" in metrics else "ece_all"))
-        except (OSError, ValueError, KeyError, TypeError):
+            accuracy, error = Interval(**spans["accuracy"]), Interval(**spans[ece])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        found.append(Measured(rows, accuracy, ece, f"{results.name}/{name}"))
+        found.append(Measured(rows, accuracy, error, f"{results.name}/{name}"))
     return found
