@@ -39,6 +39,11 @@ INTRO = ("# ClarifyLab\nSmall language models that *ask before they act* and *de
          "live, and ask a decision model typed questions about a state.")
 
 
+def decisions_folder(decision_models: str | Path | None, models_dir: str | Path | None) -> str:
+    """The Decisions tab's extra exports: ``--decision-models``, else ``--models-dir``, else none."""
+    return str(decision_models or models_dir or "")
+
+
 def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path = DECISION_MODELS,
           models_dir: str | Path | None = DEFAULT_MODELS) -> gr.Blocks:
     """The whole app: one tab per capability. Adding a tab is two lines in the Tabs block."""
@@ -50,7 +55,7 @@ def build(replays_dir: str | Path = DEFAULT_REPLAYS, decision_models: str | Path
             with gr.Tab("Live play", id="live"):
                 played = live.build(blocks, replays_dir, models_dir)
             with gr.Tab("Decisions", id="decisions"):
-                decisions.build(blocks, decision_models or models_dir or "")
+                decisions.build(blocks, decisions_folder(decision_models, models_dir))
         replays.follow_live(replays_tab, tabs, shown, played)  # a page's Live runs show in its Replays only
     return blocks
 
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ClarifyLab listening on http://{args.host}:{args.port} "
           f"(ready in {time.perf_counter() - started:.1f} s after imports; Ctrl+C stops)", flush=True)
     if args.warm or public_deployment():  # a Space restarts cold: its first Ask would wait for the real body's load
-        folder = str(args.decision_models or DECISION_MODELS or args.models_dir or DEFAULT_MODELS or "")
+        folder = decisions_folder(args.decision_models or DECISION_MODELS, args.models_dir or DEFAULT_MODELS)
         threading.Thread(target=lambda: print(decision_handlers.warm_default(folder), flush=True), daemon=True,
                          name="warm-decisions").start()
     app.block_thread()

@@ -104,3 +104,12 @@ def test_score_errors_say_why(client, state, questions, message):
     with pytest.raises(Exception, match=message) as caught:
         client.predict("tiny-a", state, questions, api_name="/score")
     assert "truncate=True" not in str(caught.value)  # the API offers no truncate option
+
+
+def test_the_tab_and_the_warm_up_read_the_same_folder():
+    """``--decision-models`` wins, else ``--models-dir``; none leaves the shipped models alone."""
+    import app
+
+    assert app.decisions_folder("exports", "checkpoints-of-mine") == "exports"
+    assert app.decisions_folder(None, "checkpoints-of-mine") == "checkpoints-of-mine"
+    assert app.decisions_folder("", None) == ""
