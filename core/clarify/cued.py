@@ -53,24 +53,38 @@ def field_question(field: str) -> tuple[str, list[str]]:
 def draw_cue(field: str, kind: CueKind, rng: random.Random) -> tuple[FieldCue, Value, str]:
     """One field's cue, its hidden value (drawn from the posterior) and its sentence ('' for none)."""
     values = list(FIELDS[field].values)
-    k = len(values)
     if kind == "none":
-        return FieldCue(kind=kind, hinted=[], posterior=[1.0 / k] * k), rng.choice(values), ""
+        return FieldCue(kind=kind, hinted=[], posterior=cue_posterior(field, kind, [])), rng.choice(values), ""
     if kind == "two":
         hinted = rng.sample(values, 2)
         value = rng.choice(hinted)
-        posterior = [0.5 if v in hinted else 0.0 for v in values]
     else:
         hinted = [rng.choice(values)]
         if kind == "clear" or rng.random() < WEAK_P:
             value = hinted[0]
         else:
             value = rng.choice([v for v in values if v != hinted[0]])
-        p = 1.0 if kind == "clear" else WEAK_P
-        posterior = [p if v == hinted[0] else (1.0 - p) / (k - 1) for v in values]
     template = rng.choice(TEMPLATES[kind])
-    text = template.format(noun=noun(field), Noun=noun(field).capitalize(), a=hinted[0], b=hinted[-1])
-    return FieldCue(kind=kind, hinted=hinted, posterior=posterior), value, text
+    text = cue_sentence(template, field, hinted)
+    return FieldCue(kind=kind, hinted=hinted, posterior=cue_posterior(field, kind, hinted)), value, text
+
+
+def cue_sentence(template: str, field: str, hinted: Sequence[Value]) -> str:
+    """One of ``TEMPLATES``' sentences about ``field`` naming the ``hinted`` values."""
+    return template.format(noun=noun(field), Noun=noun(field).capitalize(), a=hinted[0], b=hinted[-1])
+
+
+def cue_posterior(field: str, kind: CueKind, hinted: Sequence[Value]) -> list[float]:
+    """P(value | a cue of ``kind`` naming ``hinted``), in the field's vocabulary order: the uniform prior (none),
+    certain (clear), 0.5/0.5 (two), ``WEAK_P`` on the named value and the rest shared evenly (weak)."""
+    values = list(FIELDS[field].values)
+    k = len(values)
+    if kind == "none":
+        return [1.0 / k] * k
+    if kind == "two":
+        return [0.5 if v in hinted else 0.0 for v in values]
+    p = 1.0 if kind == "clear" else WEAK_P
+    return [p if v == hinted[0] else (1.0 - p) / (k - 1) for v in values]
 
 
 def posterior(scenario: Scenario, field: str) -> list[float]:

@@ -31,10 +31,13 @@ CHOICE_ORDERS = {"as each model reads them": None, "every cyclic order (letter r
 its options with the readings averaged (a letter readout only)."""
 KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = ModelCache(open_decider=open_decider)
+TRUTH_COLUMN = "known answer"
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
-                 "score / p(true)", "top-two gap", "input vs training"]
+                 "score / p(true)", "top-two gap", "input vs training", TRUTH_COLUMN]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
-its confidence head), what it came from, and max p (the top probability) beside it."""
+its confidence head), what it came from, and max p (the top probability) beside it; last, an example's known answer."""
+TRUTH_NOTE = ("**known answer**: what the rules of the data this example is written like say of each answer (the "
+              "last example: its author's label); an edited state or question has none.")
 
 
 def _error(message: str | None) -> dict:
@@ -181,7 +184,9 @@ def _ood_cell(found) -> str:
     return NO_SIGNAL.split(":")[0] if found is None else found.cell()
 
 
-def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFrame:
+def _table(result: builder.AskResult, known: dict, sources: dict, truth: dict) -> pd.DataFrame:
+    """One row per answer; the last column is filled where an example's own question was asked about its own state
+    (``truth``: qid -> its known posterior)."""
     out = []
     for key, answers in result.answers.items():
         for qid, ans in answers.items():
@@ -190,8 +195,18 @@ def _table(result: builder.AskResult, known: dict, sources: dict) -> pd.DataFram
             out.append([key, qid, plots.option_label(ans, a.top) + (" ⚠ close" if r.close else ""),
                         "" if conf is None else round(conf, 3), "" if conf is None else sources[key],
                         round(a.max_p, 3), round(a.entropy_confidence, 3), "" if a.value is None else round(a.value, 3),
-                        round(r.margin, 3), _ood_cell(known.get(key))])
+                        round(r.margin, 3), _ood_cell(known.get(key)), _truth_cell(truth.get(qid))])
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
+
+
+def _truth_cell(known: examples.Known | None) -> str:
+    """The known answer: the option when certain, else every option it may be with its probability."""
+    if not known:
+        return ""
+    possible = sorted(((p, o) for o, p in known.items() if p > 0), key=lambda t: -t[0])
+    if len(possible) == 1:
+        return possible[0][1]
+    return " · ".join(f"{o} {p:.2f}" for p, o in possible)
 
 
 def _latency(result: builder.AskResult) -> str:
@@ -209,7 +224,8 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     deciders, errors = pick(CACHE, models_dir or None, {"model": model_a, "model_b": model_b})
     if not model_a:
         errors["model"] = "pick a decision model"
-    result = builder.ask(deciders if not errors else {}, state, rows_of(n, values))
+    rows = rows_of(n, values)
+    result = builder.ask(deciders if not errors else {}, state, rows)
     result.errors.update(errors)
     for field_name, key in (("model", model_a), ("model_b", model_b)):
         if key in result.model_errors:
@@ -220,9 +236,12 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
     qerr = [_error(e.get(builder.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, builder.parse_state(state)) if result.answers else {}
     notes = "\n\n".join(inert(warning(known.get(key), key)) for key in result.answers)
+    truth = {builder.question_id(i): k for i, k in examples.known_answers(state, rows).items()} if result.answers else {}
+    said = TRUTH_NOTE if truth else ""
     sources = {k: d.confidence_source for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),
-            *qerr, fig, _table(result, known, sources), "\n\n".join(x for x in (notes, _latency(result)) if x), result.answers]
+            *qerr, fig, _table(result, known, sources, truth),
+            "\n\n".join(x for x in (notes, said, _latency(result)) if x), result.answers]
 
 
 def score_api(models_dir: str, model: str, state: str | dict, questions: dict | str | None = None) -> dict:

@@ -22,7 +22,7 @@ CSS = """
 /* Gradio 6 gives a group's inner div its classes too: one bar */
 .dq-row .dq-row { border-left: none !important; padding-left: 0 !important; }
 """
-ANSWER_WIDTHS = ["20%", "4%", "12%", "10%", "9%", "6%", "8%", "8%", "7%", "16%"]
+ANSWER_WIDTHS = ["15%", "4%", "12%", "8%", "8%", "6%", "7%", "7%", "6%", "14%", "13%"]
 """Answers table columns (``h.TABLE_COLUMNS``) across the tab: wide enough that no header, model name or number
 breaks inside a word (Gradio 6 draws body cells as ``div.body-cell``, not ``td``) and the last column stays on screen."""
 STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier\": \"FREE\"} "
@@ -96,7 +96,7 @@ def _ask_panel(models_dir: gr.State):
         with gr.Column(scale=6):
             latency = gr.Markdown()
             figure = gr.Plot(label="Option probabilities (★ chosen)", elem_id="dq-answers")
-    # the table spans the tab: ten columns of model names and numbers do not fit beside the questions
+    # the table spans the tab: eleven columns of model names and numbers do not fit beside the questions
     table = gr.Dataframe(label="Answers", interactive=False, wrap=True, headers=h.TABLE_COLUMNS, elem_id="dq-table",
                          elem_classes=["whole-words", "wide-table"], column_widths=ANSWER_WIDTHS)
     with gr.Accordion("Raw answers (System One shape)", open=False):

@@ -147,6 +147,12 @@ def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_ur
     page.get_by_text("decision-rlcd: 0% of the words are outside its training vocabulary", exact=False).first.wait_for(
         timeout=WAIT_MS)
     assert page.get_by_text("Out of distribution for decision-rlcd", exact=False).count() == 0
+    # the example's own questions come with what its data's rules say of each answer, drawn whole
+    table = page.locator("#dq-table")
+    assert "known answer" in table.locator("th").all_inner_texts()[-1]
+    for cell in ("BILLING", "P2_NORMAL", "false 0.90 · true 0.10"):
+        assert table.locator(".body-cell", has_text=cell).count() >= 1, cell
+    assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []
     page.screenshot(path=str(tmp_path / "decisions_in_distribution.png"), full_page=True)
 
 

@@ -30,6 +30,18 @@ def item_level(items: int) -> int:
     return sum(items > bound for bound in ITEM_BOUNDS)
 
 
+def refund_due(status: str, payment: str) -> bool:
+    """The two-field rule: a paid order that was cancelled or returned is owed a refund."""
+    return status in ("CANCELLED", "RETURNED") and payment == "PAID"
+
+
+def known_answers(record: dict) -> dict[str, dict[str, float]]:
+    """Each question's answer (question text -> option -> p, one-hot: the rules decide) about an order record."""
+    refund = refund_due(record["status"], record["payment"])
+    return {Q_STATUS: {record["status"]: 1.0}, Q_ITEMS: {ITEM_LEVELS[item_level(record["items"])]: 1.0},
+            Q_REFUND: {NOUL_OPTIONS[0 if refund else 1]: 1.0}}
+
+
 def order_rows(rng: random.Random, order_id: str) -> list[DecisionRow]:
     """Draw one order and ask its three questions."""
     status, payment = rng.choice(STATUSES), rng.choice(PAYMENTS)
@@ -43,7 +55,7 @@ def order_rows(rng: random.Random, order_id: str) -> list[DecisionRow]:
     k = rng.randint(3, 5)
     opts = choice_options(status, rng.sample([s for s in STATUSES if s != status], k - 1), rng)
     level = item_level(items)
-    refund = status in ("CANCELLED", "RETURNED") and payment == "PAID"
+    refund = refund_due(status, payment)
     return [
         determined_row(cid, "orders", state, Q_STATUS, opts.options, "choice", opts.label,
                        injection_tags(opts.injection, "status")),

@@ -10,6 +10,7 @@ with p 0.1, so its calibrated confidence is 0.90.
 
 import random
 from dataclasses import dataclass
+from typing import Sequence
 
 from core.decision.data.nota import choice_options, choice_posterior, injection_tags
 from core.decision.data.rows import NOUL_OPTIONS, DecisionRow, one_hot
@@ -80,14 +81,33 @@ def draw_ticket(rng: random.Random, ticket_id: str, two_cue: bool | None = None)
     page = priority in ("P1_HIGH", "P0_CRITICAL")
     if rng.random() < P_PAGE_FLIP:
         page = not page
-    state = (f"Ticket {ticket_id}\nCustomer tier: {tier}\nMessage: {'; '.join(cues)}.\n"
-             f"Note: {rng.choice(PRIORITY_CUES[priority])}.")
+    state = ticket_state(ticket_id, tier, cues, rng.choice(PRIORITY_CUES[priority]))
     return Ticket(ticket_id, department, tuple(sorted(cue_departments)), priority, page, state)
 
 
-def department_prior(ticket: Ticket) -> dict[str, float]:
+def ticket_state(ticket_id: str, tier: str, cues: Sequence[str], note: str) -> str:
+    """A ticket as the data writes it: its message the cue phrases, its note the priority's cue."""
+    return f"Ticket {ticket_id}\nCustomer tier: {tier}\nMessage: {'; '.join(cues)}.\nNote: {note}."
+
+
+def department_prior(cue_departments: Sequence[str]) -> dict[str, float]:
     """P(department | cues): certain with one cue, 0.5/0.5 between two cues."""
-    return {d: 1.0 / len(ticket.cue_departments) for d in ticket.cue_departments}
+    return {d: 1.0 / len(cue_departments) for d in cue_departments}
+
+
+def page_probability(priority: str) -> float:
+    """P(page on-call now | priority): the rule (P1 or P0) holds but for a flip with p ``P_PAGE_FLIP``."""
+    return 1.0 - P_PAGE_FLIP if PRIORITIES.index(priority) >= 2 else P_PAGE_FLIP
+
+
+def known_answers(cues: Sequence[str], note: str) -> dict[str, dict[str, float]]:
+    """Each question's known posterior (question text -> option -> p) for a ticket whose message holds ``cues``
+    and whose note is ``note``: what the generator's rules say of any ticket so written."""
+    departments = [next(d for d, said in DEPARTMENT_CUES.items() if cue in said) for cue in cues]
+    priority = next(p for p, said in PRIORITY_CUES.items() if note in said)
+    page = page_probability(priority)
+    return {Q_DEPARTMENT: department_prior(departments), Q_PRIORITY: {priority: 1.0},
+            Q_PAGE: {NOUL_OPTIONS[0]: page, NOUL_OPTIONS[1]: 1.0 - page}}
 
 
 def ticket_rows(ticket: Ticket, rng: random.Random, inject: bool = True) -> list[DecisionRow]:
@@ -102,10 +122,9 @@ def ticket_rows(ticket: Ticket, rng: random.Random, inject: bool = True) -> list
         options = list(DEPARTMENTS)
         rng.shuffle(options)
         label, injection = options.index(ticket.department), "none"
-    posterior = choice_posterior(options, DEPARTMENTS, department_prior(ticket))
+    posterior = choice_posterior(options, DEPARTMENTS, department_prior(ticket.cue_departments))
     level = PRIORITIES.index(ticket.priority)
-    page_rule = level >= 2
-    p_true = 1.0 - P_PAGE_FLIP if page_rule else P_PAGE_FLIP
+    p_true = page_probability(ticket.priority)
     return [
         DecisionRow(context_id=cid, source="triage", state=ticket.state, question=Q_DEPARTMENT,
                     options=options, kind="choice", label=label, posterior=posterior,

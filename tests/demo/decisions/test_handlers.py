@@ -66,6 +66,18 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     assert len(star) == 1  # exactly one option marked chosen per question and model
     assert "p3_low" not in raw["tiny-a"]["q2"] and "score" in raw["tiny-a"]["q2"]
     assert "p_true" in raw["tiny-a"]["q3"]
+    assert list(table[h.TRUTH_COLUMN]) == ["BILLING", "P2_NORMAL", "false 0.90 · true 0.10"] * 2
+    assert "**known answer**" in latency
+
+
+def test_an_edited_example_has_no_known_answer_column(models_dir):
+    state, n, *rest = h.load_example("Ambiguous ticket")
+    fields = rest[h.MAX_QUESTIONS:]
+    out = h.ask(models_dir, "tiny-a", "", state, n, *fields)
+    assert list(out[N_ERRORS + 1][h.TRUTH_COLUMN]) == ["SECURITY 0.50 · BILLING 0.50", "false 0.90 · true 0.10"]
+    out = h.ask(models_dir, "tiny-a", "", state.replace("FREE", "BUSINESS"), n, *fields)
+    assert _errors(out) == {} and list(out[N_ERRORS + 1][h.TRUTH_COLUMN]) == ["", ""]
+    assert "known answer" not in out[N_ERRORS + 2]
 
 
 TWENTY_SEVEN = "\n".join(f"option {i}" for i in range(27))

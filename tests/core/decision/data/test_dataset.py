@@ -193,3 +193,41 @@ def test_row_validation(overrides, fragment):
 def test_prompt_fields_never_carry_the_label():
     row = probe_rows(0, 1)[0]
     assert row.prompt_fields == (row.state, row.question, row.options)
+
+
+def test_known_answers_are_the_generators_own_posteriors():
+    """What ``known_answers`` says of a state written from given parts is what the generator's rows say of every
+    state it drew from the same parts (the Decisions tab's examples are written so)."""
+    import json
+    import re
+
+    from core.decision.data import access, orders, triage
+
+    rng = random.Random(3)
+    for i in range(400):
+        t = draw_ticket(rng, str(i))
+        message, note = re.match(r".*\nMessage: (.*)\.\nNote: (.*)\.$", t.state, re.S).groups()
+        known = triage.known_answers(message.split("; "), note)
+        for row in ticket_rows(t, random.Random(i), inject=False):
+            assert {o: p for o, p in zip(row.options, row.posterior) if p} == \
+                {o: p for o, p in known[row.question].items() if p}, (t.state, row.question)
+        for row in order_rows(random.Random(i), str(i)):
+            assert answer_of(row) == known_one_hot(orders.known_answers(json.loads(row.state))[row.question], row)
+        for row in access_rows(random.Random(i), str(i)):
+            system = row.state.split("access to ")[1].split("\n")[0]
+            account = row.state.split("account ")[1].split("\n")[0]
+            held = int(row.state.split("Clearance held: LEVEL_")[1][0]) - 1
+            required = int(row.state.split("requires LEVEL_")[1][0]) - 1
+            assert row.state == access.request_state(row.context_id.split("-")[1], system, row.state.split(
+                "Requester: ")[1].split(",")[0], account, held, required)
+            assert answer_of(row) == known_one_hot(access.known_answers(system, account, held, required)[row.question], row)
+
+
+def answer_of(row: DecisionRow) -> str:
+    return row.options[row.label]
+
+
+def known_one_hot(known: dict, row: DecisionRow) -> str:
+    """The one answer the rules give, or "None of the above" where the row's options left it out."""
+    (answer,) = [o for o, p in known.items() if p == 1.0]
+    return answer if answer in row.options else NOTA
