@@ -36,7 +36,7 @@ TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence fr
                  "score / p(true)", "top-two gap", "input vs training", TRUTH_COLUMN]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
 its confidence head), what it came from, and max p (the top probability) beside it; last, an example's known answer."""
-TRUTH_NOTE = ("**known answer**: what the rules of the data this example is written like say of each answer (the "
+TRUTH_NOTE = ("**known answer** (the table's last column; a dark tick on the chart): what the rules of the data this example is written like say of each answer (the "
               "last example: its author's label); an edited state or question has none.")
 
 
@@ -231,12 +231,12 @@ def ask(models_dir: str, model_a: str, model_b: str, state: str, n: int, *values
         if key in result.model_errors:
             result.errors.setdefault(field_name, f"{key} gave no answers: {result.model_errors[key]}")
     e = result.errors
-    fig = plots.answer_figure(result.questions, result.answers) if result.answers else \
+    truth = {builder.question_id(i): k for i, k in examples.known_answers(state, rows).items()} if result.answers else {}
+    fig = plots.answer_figure(result.questions, result.answers, truth) if result.answers else \
         plots.empty_figure("Fix the fields marked ⚠, then press Ask again.")
     qerr = [_error(e.get(builder.question_id(i))) for i in range(MAX_QUESTIONS)]
     known = _familiarity({k: deciders[k] for k in result.answers}, builder.parse_state(state)) if result.answers else {}
     notes = "\n\n".join(inert(warning(known.get(key), key)) for key in result.answers)
-    truth = {builder.question_id(i): k for i, k in examples.known_answers(state, rows).items()} if result.answers else {}
     said = TRUTH_NOTE if truth else ""
     sources = {k: d.confidence_source for k, d in deciders.items()}
     return [_error(e.get("state")), _error(e.get("model")), _error(e.get("model_b")), _error(e.get("questions")),

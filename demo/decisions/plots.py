@@ -20,6 +20,8 @@ COLORS = ("#2563eb", "#ea580c")
 PALE = ("#bfdbfe", "#fed7aa")
 """The same hues for options that were not chosen."""
 FONT = dict(family="system-ui, sans-serif", size=13)
+KNOWN = "#111827"
+"""The known answer's tick: dark, apart from both models' colours."""
 
 
 def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
@@ -35,12 +37,15 @@ def option_label(ans: Mapping, key: str) -> str:
     return f"{key}: {named}" if named else key
 
 
-def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[str, Mapping]]) -> go.Figure:
-    """One horizontal bar panel per question: every option's probability, the chosen one starred.
+def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[str, Mapping]],
+                  known: Mapping[str, Mapping[str, float]] | None = None) -> go.Figure:
+    """One horizontal bar panel per question: every option's probability, the chosen one starred, and a dark tick
+    at each option's known probability where the question has one.
 
     Args:
         questions: qid -> question text, in display order.
         results: model name -> {qid: System One answer} (one or two models).
+        known: qid -> option -> known probability (an example's own questions; ``examples.known_answers``).
     """
     qids = [q for q in questions if results and all(q in r for r in results.values())]
     if not qids:
@@ -63,6 +68,14 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
                 text=[f"{'★ ' if c else ''}{p:.0%}" for p, c in zip(probs, chosen)], textposition="outside",
                 cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra>%{meta}</extra>", row=row, col=1,
             )
+    first = next(iter(results.values()))
+    marked = [(row, qid) for row, qid in enumerate(qids, 1) if (known or {}).get(qid)]
+    for n, (row, qid) in enumerate(marked):
+        options = probabilities_of(first[qid])
+        fig.add_scatter(x=[known[qid].get(k, 0.0) for k in options], y=[plot_text(option_label(first[qid], k)) for k in options],
+                        mode="markers", marker=dict(symbol="line-ns-open", size=22, color=KNOWN, line=dict(width=3)),
+                        name="known answer", legendgroup="known", showlegend=n == 0,
+                        hovertemplate="%{y}: known %{x:.2f}<extra></extra>", row=row, col=1)
     fig.update_xaxes(range=[0, 1.12], tickformat=".0%", gridcolor="#e5e7eb")
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_layout(barmode="group", height=110 + 34 * sum(sizes) * max(1, len(results)) + 60 * len(qids),

@@ -57,7 +57,8 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     fig, table, latency, raw = out[N_ERRORS:]
     assert set(raw) == {"tiny-a", "tiny-b"} and list(raw["tiny-a"]) == ["q1", "q2", "q3"]
     assert len(table) == 6 and set(table["model"]) == {"tiny-a", "tiny-b"}
-    assert {t.name for t in fig.data} == {"tiny-a", "tiny-b"} and len(fig.data) == 6
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert {t.name for t in bars} == {"tiny-a", "tiny-b"} and len(bars) == 6
     assert "tiny-a" in latency and " ms" in latency
     # the tiny models' letter tokenizer holds no words, so every state is unlike their (non-)training data
     assert table["input vs training"].str.startswith("⚠ unlike it").all() and "Out of distribution" in latency
@@ -67,6 +68,9 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     assert "p3_low" not in raw["tiny-a"]["q2"] and "score" in raw["tiny-a"]["q2"]
     assert "p_true" in raw["tiny-a"]["q3"]
     assert list(table[h.TRUTH_COLUMN]) == ["BILLING", "P2_NORMAL", "false 0.90 · true 0.10"] * 2
+    ticks = [t for t in fig.data if t.name == "known answer"]  # one a question, at every option's known probability
+    assert len(ticks) == 3 and [t.showlegend for t in ticks] == [True, False, False]
+    assert dict(zip(ticks[2].y, ticks[2].x)) == {"true": 0.1, "false": 0.9} and list(ticks[0].x).count(1.0) == 1
     assert "**known answer**" in latency
 
 
@@ -77,6 +81,7 @@ def test_an_edited_example_has_no_known_answer_column(models_dir):
     assert list(out[N_ERRORS + 1][h.TRUTH_COLUMN]) == ["SECURITY 0.50 · BILLING 0.50", "false 0.90 · true 0.10"]
     out = h.ask(models_dir, "tiny-a", "", state.replace("FREE", "BUSINESS"), n, *fields)
     assert _errors(out) == {} and list(out[N_ERRORS + 1][h.TRUTH_COLUMN]) == ["", ""]
+    assert all(t.type == "bar" for t in out[N_ERRORS].data)
     assert "known answer" not in out[N_ERRORS + 2]
 
 

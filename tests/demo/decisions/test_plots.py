@@ -31,6 +31,14 @@ def test_two_models_share_each_panel():
     assert list(fig.data[2].text) == ["10%", "★ 90%"]
 
 
+def test_a_known_answer_is_a_tick_on_each_option_of_its_own_question_only():
+    fig = answer_figure(QUESTIONS, {"a": A, "b": B}, {"q1": {"SEC": 0.5, "BIL": 0.5}})
+    (tick,) = [t for t in fig.data if t.name == "known answer"]
+    assert list(tick.y) == list(fig.data[0].y) and list(tick.x) == [0.5, 0.5] and tick.yaxis == fig.data[0].yaxis
+    assert tick.marker.symbol == "line-ns-open" and tick.showlegend
+    assert [t.name for t in answer_figure(QUESTIONS, {"a": A}, {}).data] == ["a", "a"]
+
+
 def test_no_answers_gives_a_message_not_an_error():
     assert answer_figure(QUESTIONS, {}).layout.annotations[0].text.startswith("No answers yet")
     assert empty_figure("x").layout.annotations[0].text == "x"
