@@ -35,6 +35,8 @@ PRIORITY_CUES: dict[str, list[str]] = {
     "P0_CRITICAL": ["production is completely down", "every customer is affected",
                     "we are losing revenue every minute"],
 }
+CUE_OF = {cue: label for table in (DEPARTMENT_CUES, PRIORITY_CUES) for label, said in table.items() for cue in said}
+"""Each cue phrase -> the department or priority it says (no phrase says two)."""
 DEPARTMENTS = list(DEPARTMENT_CUES)
 PRIORITIES = list(PRIORITY_CUES)
 """Low to high, the order of the score question's levels."""
@@ -103,8 +105,10 @@ def page_probability(priority: str) -> float:
 def known_answers(cues: Sequence[str], note: str) -> dict[str, dict[str, float]]:
     """Each question's known posterior (question text -> option -> p) for a ticket whose message holds ``cues``
     and whose note is ``note``: what the generator's rules say of any ticket so written."""
-    departments = [next(d for d, said in DEPARTMENT_CUES.items() if cue in said) for cue in cues]
-    priority = next(p for p, said in PRIORITY_CUES.items() if note in said)
+    unknown = [c for c in [*cues, note] if c not in CUE_OF]
+    if unknown:
+        raise ValueError(f"not one of the data's cue phrases: {unknown}")
+    departments, priority = [CUE_OF[cue] for cue in cues], CUE_OF[note]
     page = page_probability(priority)
     return {Q_DEPARTMENT: department_prior(departments), Q_PRIORITY: {priority: 1.0},
             Q_PAGE: {NOUL_OPTIONS[0]: page, NOUL_OPTIONS[1]: 1.0 - page}}

@@ -223,6 +223,14 @@ def test_known_answers_are_the_generators_own_posteriors():
             assert answer_of(row) == known_one_hot(access.known_answers(system, account, held, required)[row.question], row)
 
 
+def test_known_answers_of_a_phrase_the_data_never_writes_are_refused_by_name():
+    from core.decision.data import triage
+
+    assert len(triage.CUE_OF) == sum(len(c) for c in (*DEPARTMENT_CUES.values(), *PRIORITY_CUES.values()))
+    with pytest.raises(ValueError, match="my printer is on fire"):
+        triage.known_answers(["I was charged twice", "my printer is on fire"], "no rush at all")
+
+
 def answer_of(row: DecisionRow) -> str:
     return row.options[row.label]
 
