@@ -207,7 +207,8 @@ def build(demo: gr.Blocks, models_dir: str = "") -> None:
         f"{THRESHOLD:.0%} it warns).\n"
         "- **The examples** below are of the synthetic kind, but two: a request to an assistant with the agent's "
         "questions (the ask-or-act agent's reader reads it), and a ticket as a person writes it, which the real-body "
-        "ticket readouts read and the tiny models warn on.",
+        "ticket readouts read and the tiny models warn on. Asked as given, each shows the answer its data's rules give "
+        "(a posterior where they do not decide) beside what the model says.",
         elem_id="dq-trained-on")
     with gr.Tabs():
         with gr.Tab("Ask", id="decisions-ask"):
