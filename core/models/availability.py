@@ -120,7 +120,8 @@ def over_a_real_base(location: str | Path) -> bool:
 
 
 POOLED_MAKE = "python -m train.decision_pooled --out runs/smollm2-pooled, then copy runs/smollm2-pooled/<arm>"
-CUED_READER_MAKE = "python -m train.decision_pooled_cued --out runs/pooled-cued, then copy runs/pooled-cued/head"
+CUED_READER_MAKE = ("python -m train.decision_pooled_cued --layer 20 --out runs/pooled-cued-20, then copy "
+                    "runs/pooled-cued-20/head")
 LETTER_ARMS_MAKE = ("bash train/decision_graft.sh 0 runs/smollm2-graft, then python -m train.decision_smollm2_ship "
                     "--runs runs/smollm2-graft")
 
