@@ -200,11 +200,11 @@ def _table(result: builder.AskResult, known: dict, sources: dict, truth: dict) -
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-def _truth_cell(known: examples.Known | None) -> str:
+def _truth_cell(posterior: examples.Known | None) -> str:
     """The known answer: the option when certain, else every option it may be with its probability."""
-    if not known:
+    if not posterior:
         return ""
-    possible = sorted(((p, o) for o, p in known.items() if p > 0), key=lambda t: -t[0])
+    possible = sorted(((p, o) for o, p in posterior.items() if p > 0), key=lambda t: -t[0])
     if len(possible) == 1:
         return possible[0][1]
     return " · ".join(f"{o} {p:.2f}" for p, o in possible)

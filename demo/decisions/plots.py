@@ -50,7 +50,8 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
     qids = [q for q in questions if results and all(q in r for r in results.values())]
     if not qids:
         return empty_figure("No answers yet: fill a state and a question, then press Ask.")
-    sizes = [len(probabilities_of(next(iter(results.values()))[q])) for q in qids]
+    first = next(iter(results.values()))  # every model answers the same options: the first one's lay out the rows
+    sizes = [len(probabilities_of(first[q])) for q in qids]
     titles = [_title(q, questions[q], [r[q] for r in results.values()]) for q in qids]
     fig = make_subplots(rows=len(qids), cols=1, subplot_titles=titles, row_heights=sizes,
                         vertical_spacing=min(0.12, 0.35 / max(1, len(qids))))
@@ -68,7 +69,6 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
                 text=[f"{'★ ' if c else ''}{p:.0%}" for p, c in zip(probs, chosen)], textposition="outside",
                 cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra>%{meta}</extra>", row=row, col=1,
             )
-    first = next(iter(results.values()))
     marked = [(row, qid) for row, qid in enumerate(qids, 1) if (known or {}).get(qid)]
     for n, (row, qid) in enumerate(marked):
         options = probabilities_of(first[qid])
