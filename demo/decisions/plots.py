@@ -33,8 +33,13 @@ def _title(qid: str, text: str, answers: Sequence[Mapping]) -> str:
 def option_label(ans: Mapping, key: str) -> str:
     """An option as the reader knows it: its key, a score level with its criterion (System One keys
     levels "0".."K-1" and names them in the answer's legend)."""
-    named = (ans.get("legend") or {}).get(key)
-    return f"{key}: {named}" if named else key
+    named = option_name(ans, key)
+    return f"{key}: {named}" if named != key else key
+
+
+def option_name(ans: Mapping, key: str) -> str:
+    """An option as its question wrote it: a score level's criterion (keyed "0".."K-1"), else its key."""
+    return (ans.get("legend") or {}).get(key) or key
 
 
 def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[str, Mapping]],
@@ -71,8 +76,8 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
             )
     marked = [(row, qid) for row, qid in enumerate(qids, 1) if (known or {}).get(qid)]
     for n, (row, qid) in enumerate(marked):
-        options = probabilities_of(first[qid])
-        fig.add_scatter(x=[known[qid].get(k, 0.0) for k in options], y=[plot_text(option_label(first[qid], k)) for k in options],
+        options = probabilities_of(first[qid])  # known answers name options as the question wrote them
+        fig.add_scatter(x=[known[qid].get(option_name(first[qid], k), 0.0) for k in options], y=[plot_text(option_label(first[qid], k)) for k in options],
                         mode="markers", marker=dict(symbol="line-ns-open", size=22, color=KNOWN, line=dict(width=3)),
                         name="known answer", legendgroup="known", showlegend=n == 0,
                         hovertemplate="%{y}: known %{x:.2f}<extra></extra>", row=row, col=1)

@@ -71,6 +71,7 @@ def test_example_then_ask_two_models_side_by_side(models_dir):
     ticks = [t for t in fig.data if t.name == "known answer"]  # one a question, at every option's known probability
     assert len(ticks) == 3 and [t.showlegend for t in ticks] == [True, False, False]
     assert dict(zip(ticks[2].y, ticks[2].x)) == {"true": 0.1, "false": 0.9} and list(ticks[0].x).count(1.0) == 1
+    assert [y for y, x in zip(ticks[1].y, ticks[1].x) if x] == ["1: P2_NORMAL"]  # a score's level, keyed "1"
     assert "**known answer**" in latency
 
 

@@ -39,6 +39,15 @@ def test_a_known_answer_is_a_tick_on_each_option_of_its_own_question_only():
     assert [t.name for t in answer_figure(QUESTIONS, {"a": A}, {}).data] == ["a", "a"]
 
 
+def test_a_score_questions_known_level_is_ticked_on_its_row():
+    """System One keys levels "0".."K-1" and names them in the legend; a known answer names the level."""
+    levels = {"type": "score", "score": 1.2, "legend": {"0": "LEVEL_1", "1": "LEVEL_2", "2": "LEVEL_3"},
+              "probabilities": {"0": 0.2, "1": 0.4, "2": 0.4}}
+    fig = answer_figure({"q1": "Which level?"}, {"a": {"q1": levels}}, {"q1": {"LEVEL_2": 1.0}})
+    (tick,) = [t for t in fig.data if t.name == "known answer"]
+    assert list(tick.y) == ["0: LEVEL_1", "1: LEVEL_2", "2: LEVEL_3"] and list(tick.x) == [0.0, 1.0, 0.0]
+
+
 def test_no_answers_gives_a_message_not_an_error():
     assert answer_figure(QUESTIONS, {}).layout.annotations[0].text.startswith("No answers yet")
     assert empty_figure("x").layout.annotations[0].text == "x"
