@@ -34,7 +34,7 @@ class NaturalDataConfig:
     tickets: dict = field(default_factory=lambda: dict(DEFAULT_TICKETS),
                           metadata={"help": "tickets per split (three rows each)"})
     profile: Path | None = field(default=None, metadata={"help": "also write each split's make-up here (JSON)"})
-    phrasebook: str = field(default="v1", metadata={"help": "v1, v2, extra or fresh"})
+    phrasebook: str = field(default="v1", metadata={"help": "v1, v2, extra, fresh or wide"})
 
     def __post_init__(self):
         phrasebook_families(self.phrasebook)  # refuses an unknown one before anything is drawn
@@ -107,7 +107,8 @@ def parse_args(argv=None) -> NaturalDataConfig:
     parser.add_argument("--profile", type=Path, default=None, help="also write each split's make-up here (JSON)")
     parser.add_argument("--phrasebook", default="v1", choices=sorted(PHRASEBOOKS),
                         help="issue families: v1, v2 (v1 plus 24 more training families), extra (those 24 alone) or "
-                             "fresh (those 24 and 12 more urgency families); val and test unchanged")
+                             "fresh (those 24 and 12 more urgency families) or wide (fresh and 24 more issue families); "
+                             "val and test unchanged")
     args = parser.parse_args(argv)
     return NaturalDataConfig(out=args.out, seed=args.seed, tickets={s: getattr(args, s) for s in SPLITS},
                              profile=args.profile, phrasebook=args.phrasebook)

@@ -9,7 +9,7 @@ stage). ``dataset`` draws context-grouped partitions (``build_dataset``) and the
 ``python -m train.decision_data --out runs/data/decision --seed 0``. Apart from these partitions,
 ``natural`` writes triage's questions over natural-language tickets from ``ticket_families`` (issue and
 urgency paraphrase families, split-disjoint: the transfer test) and, in phrasebook v2, ``more_ticket_families``
-(more training families); ``python -m train.decision_natural_data``.
+(more training families; phrasebooks extra, fresh and wide too); ``python -m train.decision_natural_data``.
 """
 
 from core.decision.data.dataset import PARTITIONS, DataSpec, build_dataset, build_partition, probe_rows

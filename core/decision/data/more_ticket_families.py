@@ -1,5 +1,6 @@
-"""Phrasebook v2's extra issue families (six more per department) and phrasebook fresh's extra urgency families
-(three more per priority), all of them training families.
+"""Phrasebook v2's extra issue families (six more per department), phrasebook fresh's extra urgency families
+(three more per priority) and phrasebook wide's issue families (six more per department), all of them training
+families.
 
 Why: a readout of the frozen base's states, fitted on k training families per department, still read unseen
 families better at k = 6 than at k = 5 (results/smollm2_decision/families/family_curve_probe.log), so the six
@@ -10,7 +11,8 @@ no tax receipt, undelivered email, lost second factor or notification setting), 
 transfer test. Session 26's first draft broke that in three places (a webhook family, a nightly job that did not
 run, a contractor who could still get in: results/smollm2_decision/families/rule.md, "Withdrawn"); this is the
 mended table. Val and test are drawn from v1's families alone in every phrasebook, byte for byte; phrasebook
-extra draws its training tickets from these families alone (RL on families a v1 warmup never read).
+extra draws its training tickets from these families alone (RL on families a v1 warmup never read); phrasebook
+wide (session 35) gives RL twelve such families a department (``WIDE_ISSUE_FAMILIES`` beside v2's).
 """
 
 from core.decision.data.ticket_families import Family, families_of
@@ -187,3 +189,140 @@ MORE_URGENCY_FAMILIES: list[Family] = [
 """Phrasebook fresh's urgency families: three more training families a priority, none of them saying what a val or
 test urgency family says (no workaround, flag or FYI, month end or next cycle, follow-up, "today please", escalation
 to a manager, emergency, everyone affected right now)."""
+
+WIDE_ISSUE_FAMILIES: list[Family] = [
+    *families_of("BILLING", {
+        "upgrade_proration": ("train", [
+            "We moved up to the bigger plan on {day}; how is the difference for the rest of the month worked out?",
+            "If we upgrade halfway through the year, do we pay the full yearly amount again?",
+            "Our amount went up by a partial sum after the upgrade and I'd like to understand the maths.",
+            "Do you prorate when a team switches plans in the middle of a cycle?"]),
+        "account_credit": ("train", [
+            "We still have {amount} of credit from last year; can it go towards the next renewal?",
+            "Support gave us a goodwill credit in {month}, but I can't see it anywhere on the account.",
+            "Can our leftover balance be moved to our sister company's workspace?",
+            "Does the credit on our account expire, or does it roll over?"]),
+        "billing_contact": ("train", [
+            "The statements still go to our old office manager's address; please send them to accounts@ instead.",
+            "Can you add our finance manager as a second contact for anything about money?",
+            "Our bookkeeper wants the monthly paperwork sent to her address directly.",
+            "Who on our side gets the renewal notices? I'd like it to be me."]),
+        "pause_plan": ("train", [
+            "We're a seasonal business; can we pause the plan over the summer instead of cancelling?",
+            "Is there a cheaper way to keep our data while we don't use the service for {count} months?",
+            "Our project is on hold until {month}; can we freeze the subscription until then?",
+            "Rather than leaving, we'd like to drop to a free tier for a while. Is that possible?"]),
+        "refund_to_closed_card": ("train", [
+            "The money you sent back went to a card I closed in {month}; how do I actually receive it?",
+            "The card you returned the {amount} to no longer exists. Can you send it by bank transfer?",
+            "My old debit card was cancelled, so the reimbursement bounced. What happens now?",
+            "You credited the card we replaced last week and our bank says it never arrived."]),
+        "overpaid_transfer": ("train", [
+            "We wired {amount} when the amount due was much less; can the rest be sent back?",
+            "Our accounts team paid the same statement twice by bank transfer by mistake.",
+            "We rounded up the payment and now have an overpayment sitting with you.",
+            "A transfer meant for another supplier went to you by accident on {day}."]),
+    }),
+    *families_of("INFRASTRUCTURE", {
+        "rate_limited": ("train", [
+            "We keep getting 429 'too many requests' replies even though we're well under our quota.",
+            "Your API started throttling us at {count} calls a minute since {day}.",
+            "Our sync job gets rate limited halfway through and never finishes.",
+            "What is the actual request limit? We're being cut off far below what the plan says."]),
+        "cpu_load": ("train", [
+            "The processor on our instance sits at 100% all day and nothing we run explains it.",
+            "Since {day} the machine is pinned at full load even when nobody is using it.",
+            "Our container's CPU usage tripled after the last update and everything queues behind it.",
+            "The host keeps hitting its compute ceiling during the lunchtime peak."]),
+        "corrupt_downloads": ("train", [
+            "Files we download from our space come out truncated and won't open.",
+            "Every zip we fetch since {day} says it is damaged or incomplete.",
+            "The PDFs people get from our portal are cut off after the first page.",
+            "Large downloads stop at a random point and the file on disk is corrupted."]),
+        "stale_cache": ("train", [
+            "We changed our logo hours ago but visitors still see the old one.",
+            "The old version of our home page keeps being served even after we cleared everything.",
+            "Images we replaced on {day} still show up for customers in their browsers.",
+            "Our edits go live for us but everyone else gets yesterday's copy of the page."]),
+        "capacity_request": ("train", [
+            "We expect about ten times our usual traffic for a launch in {month}; can you scale us up ahead of it?",
+            "Is there a way to reserve more capacity for a big sale weekend?",
+            "Our user numbers doubled this quarter; what do we need so the platform keeps up?",
+            "We're planning a TV ad on {day} and need to be sure the app survives the spike."]),
+        "maintenance_window": ("train", [
+            "Your scheduled maintenance lands right in our busiest hour; can it be moved?",
+            "Can we get more notice before planned downtime? We found out as it started.",
+            "Which time zone is the maintenance window in, and how long will we be offline?",
+            "Is it possible to opt our account out of the upgrade on {day} until after our launch?"]),
+    }),
+    *families_of("SECURITY", {
+        "brute_force": ("train", [
+            "Our logs show thousands of failed password attempts on one account overnight.",
+            "Someone is trying password after password against our admin user from many addresses.",
+            "We see {count} failed sign-in attempts a minute on the same username since {day}.",
+            "An attacker seems to be guessing credentials on our team's accounts, can you block them?"]),
+        "password_policy": ("train", [
+            "Can we require everyone on our team to use passwords of at least 14 characters?",
+            "Our policy says passwords must change every 90 days; can your tool enforce that?",
+            "Is there a setting to forbid reusing old passwords?",
+            "We need proof that weak passwords are refused before our review in {month}."]),
+        "fake_support_call": ("train", [
+            "Someone phoned us claiming to be from your support team and asked for the code we had just received.",
+            "A caller said he worked for you and needed our admin to read out a number from a text message.",
+            "One of our staff gave a code to a person on the phone who said he was your technician.",
+            "We got a text from 'your support' asking us to confirm our credentials on a call. Is that real?"]),
+        "idle_timeout": ("train", [
+            "Can sessions be signed out automatically after 15 minutes without activity?",
+            "Our auditors want idle users logged out; is there a timeout setting?",
+            "People leave the app open on shared computers all day; can it lock itself?",
+            "How long does a session stay signed in if someone walks away from their desk?"]),
+        "fake_signups": ("train", [
+            "Bots are creating hundreds of fake accounts through our sign-up form every night.",
+            "Since {day} we get {count} junk registrations an hour from throwaway addresses.",
+            "Someone is mass-registering accounts on our site with scripted names.",
+            "Our sign-up page is being abused by automated scripts; can you add a challenge?"]),
+        "scraping": ("train", [
+            "Someone is copying every public profile on our site within minutes of it appearing.",
+            "A crawler pulls our whole catalogue each night, ignoring the rules we set.",
+            "We think a competitor is harvesting our listings automatically through your pages.",
+            "Thousands of page views a second from one source look like someone scraping us."]),
+    }),
+    *families_of("PRODUCT_SUPPORT", {
+        "keyboard_shortcuts": ("train", [
+            "Is there a keyboard shortcut to create a new task without reaching for the mouse?",
+            "Where can I see a list of all the shortcuts?",
+            "Can I change the key that opens the quick search? It clashes with my browser.",
+            "I'd love to move cards to the next stage with the arrow keys. Is that possible?"]),
+        "mobile_app": ("train", [
+            "Is there an app for phones, or do I have to use the browser?",
+            "How do I set up the tablet version for our field team?",
+            "The phone app shows fewer options than the desktop one; where are the rest?",
+            "Can I sign in on my iPad with the same account I use on my laptop?"]),
+        "custom_fields": ("train", [
+            "Can I add my own field, like the customer's region, to each card?",
+            "We'd like a drop-down with our own values on every record. Where do I set that up?",
+            "Is there a way to add a number field, like the deal size, to each record?",
+            "How do I rename one of the built-in fields to match our team's words?"]),
+        "print_view": ("train", [
+            "How do I print a board so it fits on one page?",
+            "When I print the plan, half the board is cut off.",
+            "Can I get a printer-friendly version of a project for a meeting on {day}?",
+            "Is there a way to print only the cards assigned to me?"]),
+        "profile_settings": ("train", [
+            "How do I change my display name and picture?",
+            "Where do I set my own time zone so due dates show the right day?",
+            "Can I change the email address I sign in with to my new work one?",
+            "My job title on my profile is out of date; where do I edit it?"]),
+        "time_tracking": ("train", [
+            "Can I log the hours I spend on each task?",
+            "Is there a built-in timer, or do we need another tool for timesheets?",
+            "We bill clients by the hour; can the app add up time per project?",
+            "How do I record time against a card after the fact?"]),
+    }),
+]
+"""Phrasebook wide's issue families (session 35): six more training families a department, beside fresh's six. None
+describes what a val, test, v1 or v2 family describes (no unrecognised charge, fee or discount; no backup, restore or
+scheduled job; no reachability from a region, an office or a webhook; no data shown to the wrong people; no stale,
+self-granted or role access; no import, report, total or filter; no receipt, email delivery, queue, lost device,
+second factor or notification); tests/core/decision/data/test_natural.py checks that no template of these is nearer
+a val or test template (word TF-IDF) than some v1 or v2 training template already is."""

@@ -9,7 +9,8 @@ one-hot, or 0.5/0.5 on an ambiguous department. Families are split-disjoint (``t
 A phrasebook names the issue families drawn from: v1 (the first 36), v2 (v1 plus 24 more training
 families, ``more_ticket_families``), extra (v2's 24 extra training families alone: tickets from issue families a
 v1-trained stage never read), fresh (extra's issue families and 12 extra urgency families: every family deciding a
-training answer new to a v1-trained stage); all draw val and test from v1's families alone, identically.
+training answer new to a v1-trained stage), wide (fresh with 24 more issue families: twelve a department); all draw
+val and test from v1's families alone, identically.
 
     natural_contexts("test", 400, seed=0)  # -> 400 tickets, three DecisionRows each
 """
@@ -19,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES, WIDE_ISSUE_FAMILIES
 from core.decision.data.rows import NOUL_OPTIONS, DecisionRow, one_hot
 from core.decision.data.ticket_families import (
     COMPANY_CONTEXT, DEPARTMENT_KEYWORDS, GREETINGS, ISSUE_FAMILIES, SIGNOFFS, SLOT_VALUES, SPLITS,
@@ -31,11 +32,11 @@ SOURCE = "natural"
 _EXTRA_ISSUES = [f for f in ISSUE_FAMILIES if f.split != "train"] + MORE_ISSUE_FAMILIES
 PHRASEBOOKS: dict[str, list[Family]] = {
     "v1": ISSUE_FAMILIES, "v2": ISSUE_FAMILIES + MORE_ISSUE_FAMILIES, "extra": _EXTRA_ISSUES, "fresh": _EXTRA_ISSUES,
+    "wide": _EXTRA_ISSUES + WIDE_ISSUE_FAMILIES,
 }
 """Issue families per phrasebook."""
-URGENCY_BOOKS: dict[str, list[Family]] = {
-    "fresh": [f for f in URGENCY_FAMILIES if f.split != "train"] + MORE_URGENCY_FAMILIES,
-}
+_FRESH_URGENCY = [f for f in URGENCY_FAMILIES if f.split != "train"] + MORE_URGENCY_FAMILIES
+URGENCY_BOOKS: dict[str, list[Family]] = {"fresh": _FRESH_URGENCY, "wide": _FRESH_URGENCY}
 """Urgency families of the phrasebooks that have their own (the others: ``URGENCY_FAMILIES``)."""
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES
+from core.decision.data.more_ticket_families import MORE_ISSUE_FAMILIES, MORE_URGENCY_FAMILIES, WIDE_ISSUE_FAMILIES
 from core.decision.data.natural import (
     PHRASEBOOKS, P_AMBIGUOUS, URGENCY_BOOKS, add_typos, deciding_families, deciding_family, draw_natural_ticket,
     family_counts, has_department_keyword, natural_contexts, natural_rows, split_profile,
@@ -111,6 +111,38 @@ def test_phrasebook_fresh_draws_training_answers_from_families_a_v1_stage_never_
     fresh = natural_contexts("train", N, 0, "fresh")
     used = {t.split(":", 1)[1] for rows in fresh for t in rows[0].tags if t.startswith(("family:", "urgency:"))}
     assert used == {f.name for f in MORE_ISSUE_FAMILIES + MORE_URGENCY_FAMILIES} and not used & v1_train
+
+
+def test_phrasebook_wide_gives_rl_twelve_families_a_department_none_a_v1_stage_read():
+    issue = families_in("train", PHRASEBOOKS["wide"])
+    assert {f.name for f in issue} == {f.name for f in MORE_ISSUE_FAMILIES + WIDE_ISSUE_FAMILIES}
+    for department in DEPARTMENTS:
+        assert sum(f.label == department for f in WIDE_ISSUE_FAMILIES) == 6
+        assert sum(f.label == department for f in issue) == 12
+    assert URGENCY_BOOKS["wide"] == URGENCY_BOOKS["fresh"]
+    everything = ISSUE_FAMILIES + MORE_ISSUE_FAMILIES + WIDE_ISSUE_FAMILIES
+    names, templates = [f.name for f in everything], [t for f in everything for t in f.templates]
+    assert len(names) == len(set(names)) and len(templates) == len(set(templates))
+    for split in ("val", "test"):
+        assert natural_contexts(split, 60, 0, "wide") == natural_contexts(split, 60, 0)
+    wide = natural_contexts("train", N, 0, "wide")
+    used = {t.split(":", 1)[1] for rows in wide for t in rows[0].tags if t.startswith("family:")}
+    assert used == {f.name for f in issue}
+
+
+def test_no_new_training_template_is_nearer_a_held_out_one_than_the_old_ones_are():
+    """Phrasebook wide's families were written after reading val's and test's: each template stays farther (word
+    TF-IDF cosine) from every val and test template than the nearest v1 or v2 training template already is."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    held = [t for f in ISSUE_FAMILIES if f.split != "train" for t in f.templates]
+    old = [t for f in ISSUE_FAMILIES + MORE_ISSUE_FAMILIES if f.split == "train" for t in f.templates]
+    new = [t for f in WIDE_ISSUE_FAMILIES for t in f.templates]
+    words = TfidfVectorizer().fit(held + old + new)
+    nearest = {name: cosine_similarity(words.transform(texts), words.transform(held)).max()
+               for name, texts in (("old", old), ("new", new))}
+    assert nearest["new"] < nearest["old"], nearest
 
 
 def test_drawn_tickets_use_only_their_own_splits_families(drawn):
