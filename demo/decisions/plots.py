@@ -77,7 +77,8 @@ def answer_figure(questions: Mapping[str, str], results: Mapping[str, Mapping[st
     marked = [(row, qid) for row, qid in enumerate(qids, 1) if (known or {}).get(qid)]
     for n, (row, qid) in enumerate(marked):
         options = probabilities_of(first[qid])  # known answers name options as the question wrote them
-        fig.add_scatter(x=[known[qid].get(option_name(first[qid], k), 0.0) for k in options], y=[plot_text(option_label(first[qid], k)) for k in options],
+        fig.add_scatter(x=[known[qid].get(option_name(first[qid], k), 0.0) for k in options],
+                        y=[plot_text(option_label(first[qid], k)) for k in options],
                         mode="markers", marker=dict(symbol="line-ns-open", size=22, color=KNOWN, line=dict(width=3)),
                         name="known answer", legendgroup="known", showlegend=n == 0,
                         hovertemplate="%{y}: known %{x:.2f}<extra></extra>", row=row, col=1)
