@@ -21,6 +21,11 @@ from core.decision.data.triage import DEPARTMENTS, PRIORITIES, Q_DEPARTMENT, Q_P
 N = 400
 
 
+def families_used(contexts, kinds=("family:",)) -> set[str]:
+    """The names of the families (issue, or also urgency) that drew these tickets."""
+    return {t.split(":", 1)[1] for rows in contexts for t in rows[0].tags if t.startswith(kinds)}
+
+
 @pytest.fixture(scope="module")
 def drawn() -> dict[str, list[list]]:
     return {split: natural_contexts(split, N, seed=0) for split in SPLITS}
@@ -82,7 +87,7 @@ def test_phrasebook_v2_adds_six_training_families_a_department_and_leaves_val_an
     for split in ("val", "test"):
         assert natural_contexts(split, 60, 0, "v2") == natural_contexts(split, 60, 0)
     v2 = natural_contexts("train", N, 0, "v2")
-    used = {t.split(":", 1)[1] for rows in v2 for t in rows[0].tags if t.startswith("family:")}
+    used = families_used(v2)
     assert used == {f.name for f in families_in("train", PHRASEBOOKS["v2"])}  # all 48, the new 24 among them
     assert v2 != natural_contexts("train", N, 0)
     with pytest.raises(ValueError, match="unknown phrasebook 'v0'"):
@@ -94,7 +99,7 @@ def test_phrasebook_extra_trains_on_v2s_extra_families_alone():
     for split in ("val", "test"):
         assert natural_contexts(split, 60, 0, "extra") == natural_contexts(split, 60, 0)
     extra = natural_contexts("train", N, 0, "extra")
-    used = {t.split(":", 1)[1] for rows in extra for t in rows[0].tags if t.startswith("family:")}
+    used = families_used(extra)
     assert used == {f.name for f in MORE_ISSUE_FAMILIES}  # no v1 training family: a v1-trained stage never read one
 
 
@@ -109,7 +114,7 @@ def test_phrasebook_fresh_draws_training_answers_from_families_a_v1_stage_never_
     for split in ("val", "test"):
         assert natural_contexts(split, 60, 0, "fresh") == natural_contexts(split, 60, 0)
     fresh = natural_contexts("train", N, 0, "fresh")
-    used = {t.split(":", 1)[1] for rows in fresh for t in rows[0].tags if t.startswith(("family:", "urgency:"))}
+    used = families_used(fresh, ("family:", "urgency:"))
     assert used == {f.name for f in MORE_ISSUE_FAMILIES + MORE_URGENCY_FAMILIES} and not used & v1_train
 
 
@@ -126,7 +131,7 @@ def test_phrasebook_wide_gives_rl_twelve_families_a_department_none_a_v1_stage_r
     for split in ("val", "test"):
         assert natural_contexts(split, 60, 0, "wide") == natural_contexts(split, 60, 0)
     wide = natural_contexts("train", N, 0, "wide")
-    used = {t.split(":", 1)[1] for rows in wide for t in rows[0].tags if t.startswith("family:")}
+    used = families_used(wide)
     assert used == {f.name for f in issue}
 
 
