@@ -151,25 +151,32 @@ def question_efficiency(scenario: Scenario, questions_asked: int) -> float:
 
 def hallucination_check(scenario: Scenario, plan: Mapping | None, revealed: Collection[str],
                         version: RubricVersion = "v1") -> float:
-    """Fraction of the plan's judged keys that were revealed by questions (1 if none are judged).
+    """Fraction of the plan's judged keys (``judged_keys``) that were revealed by questions (1 if none are judged)."""
+    judged = judged_keys(scenario, plan, version)
+    return sum(key in revealed for key in judged) / len(judged) if judged else 1.0
 
-    v1 judges plan keys that are fields of the family. v2 also judges keys outside the family
-    (never revealed, so they cost), and skips family fields absent from the hidden profile whose
-    value says "unknown" (the honest answer for a key the user cannot know).
+
+def judged_keys(scenario: Scenario, plan: Mapping | None, version: RubricVersion = "v1") -> list[str]:
+    """The plan keys HallucinationCheck judges, in plan order; the replay's marks read the same list.
+
+    v1 judges plan keys that are fields of the family. v2 (and v3, which has no such component but
+    marks the same way) also judges keys outside the family (never revealed, so they cost), and skips
+    family fields absent from the hidden profile whose value says "unknown" (the honest answer for a
+    key the user cannot know). A family the environment lacks (a rebuilt trace's) has its profile's keys as fields.
     """
     if not plan:
-        return 1.0
-    family_fields = FAMILIES[scenario.family].fields
-    judged = hits = 0
+        return []
+    family = FAMILIES.get(scenario.family)
+    family_fields = family.fields if family else tuple(scenario.hidden_profile)
+    judged = []
     for key, value in plan.items():
         if key in family_fields:
-            if version == "v2" and key not in scenario.hidden_profile and _says_unknown(value):
+            if version != "v1" and key not in scenario.hidden_profile and _says_unknown(value):
                 continue
         elif version == "v1":
             continue
-        judged += 1
-        hits += key in revealed
-    return hits / judged if judged else 1.0
+        judged.append(key)
+    return judged
 
 
 def _says_unknown(value: Any) -> bool:

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from core.clarify.families import FAMILIES, FIELDS
+from core.clarify.families import FIELDS
 from core.records import Episode, Turn
-from core.clarify.rubrics import values_equal_v1, values_equal_v2
+from core.clarify.rubrics import judged_keys, values_equal_v1, values_equal_v2
 
 Message = dict[str, Any]
 _INLINE = re.compile(r"[\\`*\[\]!|~$@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z])(?=://)|(?<=www)(?=\.)")
@@ -96,8 +96,9 @@ class FieldMark:
     matched: bool
     """The plan's value equals the hidden one under the rubric's normalisation."""
     hallucinated: bool
-    """The plan states a family field that no question revealed and the request did not name for
-    certain (a cued request's clear cue, ``stated_in_request``)."""
+    """The rubric judges this plan key (``rubrics.judged_keys``: a v2 "unknown" for a key the user cannot
+    know is not judged) but no question revealed it and the request did not name it for certain (a
+    cued request's clear cue, ``stated_in_request``): under v1/v2 exactly what costs HallucinationCheck."""
 
 
 def _block(call: str, result: dict, reward: float, title_tail: str) -> Message:
@@ -194,9 +195,8 @@ def field_marks(episode: Episode) -> list[FieldMark]:
     """Hidden profile next to the plan: profile fields first, then extra plan keys."""
     profile = episode.scenario.hidden_profile
     plan = episode.plan or {}
-    family = FAMILIES.get(episode.scenario.family)
-    family_fields = set(family.fields) if family else set(profile)
     revealed, stated = set(episode.fields_revealed), stated_in_request(episode)
+    unrevealed = set(judged_keys(episode.scenario, plan, episode.rubric)) - revealed - stated
     marks = []
     for name in list(profile) + [k for k in plan if k not in profile]:
         in_plan = name in plan and plan[name] not in (None, "")
@@ -208,13 +208,15 @@ def field_marks(episode: Episode) -> list[FieldMark]:
             revealed=name in revealed,
             matched=bool(in_plan and name in profile
                          and values_match(episode.rubric, name, plan[name], profile[name])),
-            hallucinated=name in plan and name in family_fields and name not in revealed | stated,
+            hallucinated=name in unrevealed,
         ))
     return marks
 
 
 MARK_COLUMNS = ["field", "hidden", "plan", "revealed", "matched", "hallucinated"]
 """The profile-vs-plan table's columns (its headers before any episode is shown, too)."""
+MARKS_TITLE = "Hidden profile vs. submitted plan (★ critical, ⚠ made up: the rubric judges it, no question revealed it)"
+"""The table's title in Replays and Live play, its legend included."""
 
 
 def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":

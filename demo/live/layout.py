@@ -14,7 +14,7 @@ import gradio as gr
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.live.session import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MODES
 from core.live.streaming import GenerationSettings
-from core.runs.transcripts import MARK_COLUMNS
+from core.runs.transcripts import MARK_COLUMNS, MARKS_TITLE
 from demo.live import handlers as h
 from demo.styles import MARK_WIDTHS, tab_style
 
@@ -88,7 +88,7 @@ def _end_panel():
         header = gr.Markdown()
         with gr.Row():
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False, scale=1)
-            marks = gr.Dataframe(label="Hidden profile vs. submitted plan", interactive=False, wrap=True, scale=1,
+            marks = gr.Dataframe(label=MARKS_TITLE, interactive=False, wrap=True, scale=1,
                                  headers=MARK_COLUMNS, elem_classes=["whole-words", "half-table"],
                                  column_widths=MARK_WIDTHS)
         with gr.Row(equal_height=True):

@@ -14,7 +14,7 @@ from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Termination
 from core.runs.comparison import SHOWN_COLUMNS
 from core.runs.episode_table import TABLE_COLUMNS
-from core.runs.transcripts import MARK_COLUMNS
+from core.runs.transcripts import MARK_COLUMNS, MARKS_TITLE
 from demo.plots import family_legend
 from demo.replays import handlers as h
 from demo.replays.beliefs import show_beliefs
@@ -46,8 +46,7 @@ def _episode_view():
                           feedback_options=None, group_consecutive_messages=False)
         with gr.Column(scale=6):
             breakdown = gr.Plot(label="Rubric breakdown", show_label=False)
-            marks = gr.Dataframe(label="Hidden profile vs. submitted plan (★ critical, ⚠ stated but "
-                                 "never revealed)", interactive=False, wrap=True, max_height=320, headers=MARK_COLUMNS,
+            marks = gr.Dataframe(label=MARKS_TITLE, interactive=False, wrap=True, max_height=320, headers=MARK_COLUMNS,
                                  column_widths=MARK_WIDTHS, elem_classes=["whole-words", "half-table"])
     link = gr.Markdown()
     return header, chat, marks, breakdown, link

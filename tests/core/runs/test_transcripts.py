@@ -168,3 +168,34 @@ def test_a_value_a_cued_request_names_for_certain_is_not_made_up():
     assert marks[two].hallucinated  # one of two values the request named: a guess
     wrong = dict(plan, **{clear: next(str(v) for v in FIELDS[clear].values if v != scenario.cues.fields[clear].hinted[0])})
     assert {m.field: m for m in field_marks(episode.model_copy(update={"plan": wrong}))}[clear].hallucinated
+
+
+def test_marks_follow_what_the_rubric_judges():
+    """v2 does not judge "unknown" for a key the user cannot know, and does judge keys outside the family."""
+    from core.clarify.families import FAMILIES
+    from core.clarify.scenarios import generate_scenario
+    from core.records import Episode
+
+    scenario = generate_scenario(50000, "easy")
+    spare = next(f for f in FAMILIES[scenario.family].fields if f not in scenario.hidden_profile)
+    plan = {spare: "unknown", "mood": "cheerful"}
+    for rubric, unknown_marked, extra_marked in (("v1", True, False), ("v2", False, True)):
+        marks = {m.field: m for m in field_marks(Episode(scenario=scenario, policy="guess", rubric=rubric, plan=plan))}
+        assert (marks[spare].hallucinated, marks["mood"].hallucinated) == (unknown_marked, extra_marked), rubric
+
+
+def test_marks_count_what_hallucination_check_scores_on_every_shipped_episode():
+    from core.clarify.rubrics import judged_keys
+
+    logs = sorted((Path(__file__).parents[3] / "replays").glob("*/*/episodes.jsonl"))
+    checked = 0
+    for log in logs:
+        for ep in read_episodes(log).episodes:
+            if ep.rubric not in ("v1", "v2") or ep.breakdown is None or ep.scenario.cues is not None:
+                continue
+            judged = judged_keys(ep.scenario, ep.plan, ep.rubric)
+            marked = sum(m.hallucinated for m in field_marks(ep))
+            expected = (len(judged) - marked) / len(judged) if judged else 1.0
+            assert ep.breakdown.components["HallucinationCheckRubric"] == pytest.approx(expected), (log, ep.scenario.id)
+            checked += 1
+    assert checked > 1000
