@@ -130,13 +130,13 @@ def questions_histogram(frame: pd.DataFrame) -> go.Figure:
 
 
 def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None) -> go.Figure:
-    """Mean of each rubric component, one bar pattern per run.
+    """Mean of each rubric component with its 95% interval, one bar pattern per run.
 
     Args:
-        means: ``core.runs.replays.component_means`` output (run, component, mean).
+        means: ``core.runs.episode_table.component_means`` output (run, component, mean, lo, hi, n).
         weights: component -> weight, shown in the axis labels when given.
     """
-    title = "Mean rubric components"
+    title = "Mean rubric components, with their 95% intervals"
     if means.empty:
         return _empty(title, "no rubric breakdowns in the selection")
     weights = weights or {}
@@ -149,7 +149,11 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
         fig.add_bar(x=labels, y=rows["mean"], name=label(run), showlegend=False, meta=label(run),
                     marker=dict(color=[COMPONENT_COLORS.get(n, "#7F7F7F") for n in names],
                                 pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
-                    hovertemplate="%{x}<br>mean %{y:.3f}<extra>%{meta}</extra>")
+                    error_y=dict(type="data", array=rows["hi"] - rows["mean"], arrayminus=rows["mean"] - rows["lo"],
+                                 color="#444", thickness=1.5, width=4),
+                    customdata=rows[["lo", "hi", "n"]],
+                    hovertemplate="%{x}<br>mean %{y:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
+                                  "<br>n %{customdata[2]}<extra>%{meta}</extra>")
     _run_legend(fig, [run for run, _ in groups])
     fig.update_yaxes(range=[0, 1.05], title="mean value")
     return fig

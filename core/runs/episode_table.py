@@ -151,11 +151,16 @@ def family_scores(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return out
 
 
-def component_means(frame: pd.DataFrame, components: Sequence[str]) -> pd.DataFrame:
-    """Mean of each rubric component per run (long format: run, component, mean)."""
-    present = [c for c in components if c in frame.columns]
-    means = frame.groupby("run", observed=True)[present].mean().reset_index()
-    return means.melt(id_vars="run", var_name="component", value_name="mean")
+def component_means(frame: pd.DataFrame, components: Sequence[str], seed: int = 0) -> pd.DataFrame:
+    """Mean of each rubric component per run with its scenario-clustered 95% bootstrap interval (long format:
+    run, component, mean, lo, hi, n); episodes without that component (still running) are left out."""
+    rows = []
+    for run, episodes in frame.groupby("run", observed=True):
+        for component in (c for c in components if c in frame.columns):
+            present = episodes[episodes[component].notna()]
+            iv = bootstrap_mean(present[component].to_numpy(), present["scenario"].astype(str).tolist(), seed=seed)
+            rows.append({"run": run, "component": component, "mean": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n})
+    return pd.DataFrame(rows, columns=["run", "component", "mean", "lo", "hi", "n"])
 
 
 def run_interval(frame: pd.DataFrame, run: str, seed: int = 0) -> Interval:

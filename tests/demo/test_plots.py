@@ -47,8 +47,12 @@ def test_histograms_count_every_episode(frame):
 
 
 def test_component_bars_label_weights(frame):
-    fig = plots.component_bars(table.component_means(frame, table.COMPONENTS), table.COMPONENT_WEIGHTS)
+    means = table.component_means(frame, table.COMPONENTS)
+    fig = plots.component_bars(means, table.COMPONENT_WEIGHTS)
     assert "FieldMatch ×0.50" in list(fig.data[0].x) and "FormatCheck (gate)" in list(fig.data[0].x)
+    first = means[means["run"] == means["run"].iloc[0]]  # error bars reach each component's interval
+    assert list(fig.data[0].error_y.array) == pytest.approx(list(first["hi"] - first["mean"]))
+    assert list(fig.data[0].error_y.arrayminus) == pytest.approx(list(first["mean"] - first["lo"]))
 
 
 def test_breakdown_shares_add_up_to_the_score():
@@ -80,7 +84,7 @@ def test_breakdown_of_a_failed_gate_contributes_nothing():
 @pytest.mark.parametrize("build", [
     lambda: plots.family_bars(pd.DataFrame(columns=["run", "family", "mean", "max", "n"])),
     lambda: plots.score_histogram(table.episode_table([])),
-    lambda: plots.component_bars(pd.DataFrame(columns=["run", "component", "mean"])),
+    lambda: plots.component_bars(pd.DataFrame(columns=["run", "component", "mean", "lo", "hi", "n"])),
     lambda: plots.breakdown_bars(None),
     lambda: plots.difference_bars(pd.DataFrame(), "a", "b"),
 ])
@@ -114,7 +118,8 @@ def test_every_text_from_data_is_escaped_in_every_replays_figure(frame):
     assert_escaped(plots.family_bars(table.family_scores(rows)))
     assert_escaped(plots.score_histogram(rows))  # legend entries and hover text
     assert_escaped(plots.questions_histogram(rows))
-    means = pd.DataFrame({"run": [PAYLOAD, "b"], "component": [PAYLOAD, "FieldMatchRubric"], "mean": [0.5, 0.2]})
+    means = pd.DataFrame({"run": [PAYLOAD, "b"], "component": [PAYLOAD, "FieldMatchRubric"], "mean": [0.5, 0.2],
+                          "lo": [0.4, 0.1], "hi": [0.6, 0.3], "n": [4, 4]})
     assert_escaped(plots.component_bars(means, {PAYLOAD: 0.5}))  # hover text names the run through meta
     bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=True, components={PAYLOAD: 0.0}, weights={PAYLOAD: 1.0})
     fig = plots.breakdown_bars(bd, recorded=Recorded(source=PAYLOAD, score=0.0, breakdown={PAYLOAD: 0.1}),

@@ -131,6 +131,10 @@ def test_aggregates(root):
     assert (fam["lo"] <= fam["mean"]).all() and (fam["mean"] <= fam["hi"]).all() and (fam["hi"] <= fam["max"]).all()
     comps = table.component_means(frame, table.COMPONENTS)
     assert set(comps["component"]) == set(table.COMPONENTS)
+    row = comps[(comps["run"] == ORACLE) & (comps["component"] == "FieldMatchRubric")].iloc[0]
+    rows = frame[frame["run"] == ORACLE]
+    iv = bootstrap_mean(rows["FieldMatchRubric"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=0)
+    assert (row["mean"], row["lo"], row["hi"], row["n"]) == pytest.approx((iv.mean, iv.lo, iv.hi, iv.n))
     iv = table.run_interval(frame, ORACLE)
     assert iv.n == 6 and iv.lo <= iv.mean <= iv.hi
 
