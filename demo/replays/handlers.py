@@ -36,7 +36,7 @@ def no_pair() -> tuple[dict, dict]:
 
 def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
     rows = [{"run": r.name, "policy": r.policy, "rubric": r.rubric, "scenarios": r.scenarios,
-             "n": r.n, "avg score": None if r.avg_score is None else round(r.avg_score, 3),
+             "n": r.n, "avg score": "" if r.avg_score is None else f"{r.avg_score:.3f}",  # 0.780, not 0.78
              "95% interval": "" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",
              "completion": None if r.completion_rate is None else f"{r.completion_rate:.0%}"}
             for r in infos]

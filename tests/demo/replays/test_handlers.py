@@ -29,6 +29,7 @@ def request(**query):
 def test_on_load_lists_runs_and_picks_the_first(root):
     runs_df, runs, run_a, run_b, key, note = h.on_load(root, request())
     assert list(runs_df["run"]) == [GUESS, ORACLE] and runs_df["95% interval"].iloc[0]
+    assert all(len(score) == 5 for score in runs_df["avg score"])  # three decimals, as the interval prints them
     assert runs["value"] == [GUESS] and run_a["value"] == GUESS and run_b["value"] == ORACLE
     assert key == f"{GUESS}|seed1_meeting_scheduling_easy#0" and note == ""  # its first episode opens
     shown, _, _ = h.filter_episodes(root, {}, [GUESS], *NO_FILTERS)
