@@ -64,7 +64,7 @@ def _question_rows():
     for i in range(h.MAX_QUESTIONS):
         with gr.Group(visible=i == 0, elem_classes="dq-row") as group:
             with gr.Row(equal_height=True):
-                kind = gr.Dropdown(h.KINDS, value="choice", label=f"q{i + 1} type", scale=1, min_width=140)
+                kind = gr.Dropdown(h.KINDS, value="choice", label=f"q{i + 1} type", scale=1, min_width=175)  # "Score (ordered)" whole
                 text = gr.Textbox(label=f"q{i + 1} question", placeholder="Which team should handle this?",
                                   scale=3)
                 remove = gr.Button("✕ Remove", size="sm", scale=0, min_width=90, elem_id=f"dq-remove-{i + 1}")
