@@ -7,7 +7,7 @@ field subsets on training seeds, and proposes a plan that copies every revealed 
 question is skipped with a probability (``DemoStyle``), so a model that imitates it asks too
 little, and reinforcement learning has something to fix. With ``p_detour`` it also wastes a
 question now and then (untrained), so a model sees how to go on after a question that brought
-nothing. Run by train/clarify_sft.py.
+nothing. Run by train/clarify_sft.py; ``python -m train.clarify_demos`` scores it (results/clarify_demonstrator.txt).
 """
 
 import json
@@ -72,7 +72,8 @@ EXTRA_FIELDS = {
 """Fields beyond the required ones worth a question, per (family, difficulty).
 
 Found by scoring every subset of each family's fields on 100-150 training scenarios per cell:
-the best subset was the same under v1 and v2 in every cell (expected v1 score 0.81-0.88)."""
+the best subset was the same under v1 and v2 in every cell (its cells' v1 means 0.81-0.88 on training seeds
+0-149: ``python -m train.clarify_demos --scenarios generated:0-149 --samples 1``)."""
 
 UNKNOWN = "unknown"
 
@@ -167,3 +168,48 @@ def check_family_tables() -> None:
         strangers = [f for f in extras if f not in FAMILIES[name].fields]
         if strangers:
             raise ValueError(f"extra field(s) {strangers} are not fields of {name}")
+
+
+def demo_scores(scenarios: list[Scenario], rubric: str, style: DemoStyle, samples: int, seed: int) -> list[Episode]:
+    """``samples`` demonstrations of each scenario, one random stream for all (the score of the demonstrator)."""
+    rng = random.Random(seed)
+    return [play_demo(s, rubric, style, rng) for s in scenarios for _ in range(samples)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Score the demonstrator: its mean with a scenario-clustered 95% interval, and each cell's mean."""
+    import argparse
+    from collections import defaultdict
+
+    from core.clarify.scenarios import SPEC_HELP, load_scenarios
+    from core.stats import bootstrap_mean
+
+    ap = argparse.ArgumentParser(prog="python -m train.clarify_demos", description=main.__doc__)
+    ap.add_argument("--scenarios", default="clarifyrl-heldout", help=SPEC_HELP)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--rubric", default="v1", choices=["v1", "v2"])
+    ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--p_required", type=float, default=1.0)
+    ap.add_argument("--p_extra", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    check_family_tables()
+    scenarios = load_scenarios(args.scenarios, args.limit)
+    episodes = demo_scores(scenarios, args.rubric, DemoStyle(args.p_required, args.p_extra), args.samples, args.seed)
+    scores = [e.score for e in episodes]
+    iv = bootstrap_mean(scores, [e.scenario.id for e in episodes], seed=args.seed)
+    cells = defaultdict(list)
+    for e in episodes:
+        cells[(e.scenario.family, e.scenario.difficulty)].append(e.score)
+    for (family, difficulty), cell in sorted(cells.items()):
+        print(f"{family:20s} {difficulty:7s} {sum(cell) / len(cell):.3f} ({len(cell)} episodes)")
+    means = [sum(c) / len(c) for c in cells.values()]
+    print(f"cells' means {min(means):.3f}-{max(means):.3f}")
+    print(f"demonstrator (p_required {args.p_required}, p_extra {args.p_extra}) on {args.scenarios}"
+          f"{'' if args.limit is None else f' (first {args.limit})'}, rubric {args.rubric}, {len(episodes)} episodes: "
+          f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -71,3 +71,13 @@ def test_without_detours_the_demos_are_those_of_before():
     a = play_demo(s, "v2", DemoStyle(p_required=0.8, p_extra=0.5), random.Random(3))
     b = play_demo(s, "v2", DemoStyle(p_required=0.8, p_extra=0.5, p_detour=0.0), random.Random(3))
     assert a.model_dump() == b.model_dump()
+
+
+def test_the_score_command_prints_the_mean_its_episodes_make(capsys):
+    from core.clarify.scenarios import load_scenarios
+    from train.clarify_demos import demo_scores, main
+
+    assert main(["--limit", "6", "--samples", "2", "--p_required", "0.8", "--p_extra", "0.5"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    episodes = demo_scores(load_scenarios("clarifyrl-heldout", 6), "v1", DemoStyle(0.8, 0.5), 2, 0)
+    assert len(episodes) == 12 and f"12 episodes: {sum(e.score for e in episodes) / 12:.3f} [" in last
