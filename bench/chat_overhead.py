@@ -113,7 +113,8 @@ def measure(label: str, model, tokenizer, tokens: int, rounds: int) -> dict:
     model.generation_config.min_new_tokens = tokens  # both paths generate exactly ``tokens``
     settings = GenerationSettings(temperature=0.0, max_new_tokens=tokens)
     policy = ChatPolicy(model, tokenizer, name=label, generation=settings.generation())
-    env = ClarifyEnv(generate_scenario(10000, "medium"), "v1")
+    policy.closes_call = lambda tail: False  # bare generate has no call stop: ours would end a trained policy's turn
+    env = ClarifyEnv(generate_scenario(10000, "medium"), "v1")  # at its first </tool_call>, ~10 tokens in
     time_ours(policy, env), time_bare(policy, env, tokens)
     ours, bare = [], []
     for r in range(rounds):
