@@ -177,12 +177,12 @@ def demo_scores(scenarios: list[Scenario], rubric: str, style: DemoStyle, sample
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Score the demonstrator: its mean with a scenario-clustered 95% interval, and each cell's mean."""
+    """Score the demonstrator: its mean with the run summary's 95% interval (``summarize``), and each cell's mean."""
     import argparse
     from collections import defaultdict
 
     from core.clarify.scenarios import SPEC_HELP, load_scenarios
-    from core.stats import bootstrap_mean
+    from core.runs.summary import summarize
 
     ap = argparse.ArgumentParser(prog="python -m train.clarify_demos", description=main.__doc__)
     ap.add_argument("--scenarios", default="clarifyrl-heldout", help=SPEC_HELP)
@@ -196,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     check_family_tables()
     scenarios = load_scenarios(args.scenarios, args.limit)
     episodes = demo_scores(scenarios, args.rubric, DemoStyle(args.p_required, args.p_extra), args.samples, args.seed)
-    scores = [e.score for e in episodes]
-    iv = bootstrap_mean(scores, [e.scenario.id for e in episodes], seed=args.seed)
+    summary = summarize(episodes, policy="demo", scenarios=args.scenarios, samples=args.samples, limit=args.limit)
     cells = defaultdict(list)
     for e in episodes:
         cells[(e.scenario.family, e.scenario.difficulty)].append(e.score)
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cells' means {min(means):.3f}-{max(means):.3f}")
     print(f"demonstrator (p_required {args.p_required}, p_extra {args.p_extra}) on {args.scenarios}"
           f"{'' if args.limit is None else f' (first {args.limit})'}, rubric {args.rubric}, {len(episodes)} episodes: "
-          f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]")
+          f"{summary.avg_score:.3f} [{summary.avg_score_ci[0]:.3f}, {summary.avg_score_ci[1]:.3f}]")
     return 0
 
 
