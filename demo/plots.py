@@ -136,7 +136,7 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
         means: ``core.runs.episode_table.component_means`` output (run, component, mean, lo, hi, n).
         weights: component -> weight, shown in the axis labels when given.
     """
-    title = "Mean rubric components, with their 95% intervals"
+    title = "Mean rubric components over all episodes, with their 95% intervals"
     if means.empty:
         return _empty(title, "no rubric breakdowns in the selection")
     weights = weights or {}

@@ -31,6 +31,7 @@ import torch
 
 from core.decision.pooled import HEAD_FILE, PooledHead, PooledReader, load_head, read_card, save_pooled
 from core.decision.softening import NEAREST, SOFTEN_AT
+from core.decision.training import brier
 from train import decision_pooled as dp
 from train.decision_run import evaluate_probs, parse_config, write_report
 
@@ -109,14 +110,12 @@ def fit_softening(logits: torch.Tensor, labels: torch.Tensor, nearness: torch.Te
     from scipy.optimize import minimize
 
     finite = logits.double().masked_fill(~torch.isfinite(logits), -1e4)
-    onehot = torch.nn.functional.one_hot(labels, logits.shape[1]).double()
     x = nearness.double() - SOFTEN_AT
 
-    def brier(ab) -> float:
-        p = torch.softmax(finite / torch.exp(ab[0] + ab[1] * x)[:, None], -1)
-        return float((p - onehot).pow(2).sum(-1).mean())
+    def loss(ab) -> float:
+        return float(brier(torch.softmax(finite / torch.exp(ab[0] + ab[1] * x)[:, None], -1), labels))
 
-    a, b = minimize(lambda ab: brier(torch.tensor(ab, dtype=torch.float64)), x0=[0.0, 0.0], method="Nelder-Mead").x
+    a, b = minimize(lambda ab: loss(torch.tensor(ab, dtype=torch.float64)), x0=[0.0, 0.0], method="Nelder-Mead").x
     return float(a), float(b)
 
 

@@ -228,8 +228,8 @@ def save_pooled(directory: str | Path, head: PooledHead, *, base: str, layer: in
                 body_config, tokenizer, options_read: str = "alone") -> Path:
     """Write the head, the base's config and tokenizer (what ``transformers serve`` reads to pick the body
     type and tokenize) and the card hashing them all (the base by location and sha256)."""
+    from core.decision.data.store import sha256_file
     from core.decision.export.adapter import base_weights, write_base_files
-    from core.decision.export.published import sha256_file
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

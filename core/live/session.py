@@ -34,9 +34,8 @@ from core.live.streaming import GenerationSettings, TurnTiming
 from core.models.entries import ModelEntry, public_deployment, shown_path
 from core.models.lists import AGENT_PREFIX
 from core.records import Episode, Generation, Scenario, ToolCall
-from core.runs.episode_log import write_episodes
 from core.runs.session_runs import SESSIONS_DIR, prune
-from core.runs.summary import summarize
+from core.runs.summary import summarize, write_run
 from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
 
 Mode = Literal["watch", "user", "agent"]
@@ -364,12 +363,9 @@ def save_run(session: LiveSession, replays_dir: str | Path) -> Path:
     out = (base / session.run_name).resolve()
     if not out.is_relative_to(base):
         raise LiveError("refusing to write outside the replays directory")
-    log = out / "episodes.jsonl"
-    write_episodes(log, session.episodes)
-    summary = summarize(session.episodes, policy="live session", scenarios="live play")
-    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_run(out, session.episodes, summarize(session.episodes, policy="live session", scenarios="live play"))
     prune(base, keep=session.run_name)
-    return log
+    return out / "episodes.jsonl"
 
 
 # ---- what the page shows --------------------------------------------------------------------

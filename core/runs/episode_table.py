@@ -13,7 +13,7 @@ import pandas as pd
 
 from core.clarify.families import RUBRIC_WEIGHTS
 from core.clarify.rubrics import V3_WEIGHTS
-from core.stats import Interval, bootstrap_mean
+from core.stats import bootstrap_mean
 
 TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
                  "profile", "termination", "recorded", "run"]
@@ -153,7 +153,9 @@ def family_scores(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def component_means(frame: pd.DataFrame, components: Sequence[str], seed: int = 0) -> pd.DataFrame:
     """Mean of each rubric component per run with its scenario-clustered 95% bootstrap interval (long format:
-    run, component, mean, lo, hi, n); episodes without that component (still running) are left out."""
+    run, component, mean, lo, hi, n), over every episode, gate-failed ones included, so the gate's own mean is
+    the share that passed (``summary.json``'s components are over gate-passed episodes only); episodes without
+    that component (still running) are left out."""
     rows = []
     for run, episodes in frame.groupby("run", observed=True):
         for component in (c for c in components if c in frame.columns):
@@ -161,12 +163,6 @@ def component_means(frame: pd.DataFrame, components: Sequence[str], seed: int = 
             iv = bootstrap_mean(present[component].to_numpy(), present["scenario"].astype(str).tolist(), seed=seed)
             rows.append({"run": run, "component": component, "mean": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n})
     return pd.DataFrame(rows, columns=["run", "component", "mean", "lo", "hi", "n"])
-
-
-def run_interval(frame: pd.DataFrame, run: str, seed: int = 0) -> Interval:
-    """Mean score of one run in ``frame`` with a scenario-clustered 95% bootstrap interval."""
-    rows = frame[frame["run"] == run]
-    return bootstrap_mean(rows["score"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=seed)
 
 
 def display_frame(rows: pd.DataFrame) -> pd.DataFrame:

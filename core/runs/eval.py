@@ -26,7 +26,7 @@ from core.records import Episode, Generation, Scenario
 from core.clarify.rubrics import RubricVersion
 from core.clarify.scenarios import SPEC_HELP, load_scenarios
 from core.runs.comparison import Comparison, compare_episodes
-from core.runs.summary import RunSummary, summarize
+from core.runs.summary import summarize, write_run
 
 PROGRESS_MIN = 200
 """Show a progress bar (when asked) only for runs of at least this many episodes."""
@@ -165,14 +165,6 @@ def _play_concurrently(policy: Policy, scenarios: Sequence[Scenario], samples: i
             if bar is not None:
                 bar.update(1)
     return episodes
-
-
-def write_run(out: str | Path, episodes: Sequence[Episode], summary: RunSummary) -> None:
-    """Write ``episodes.jsonl`` and ``summary.json`` into a run directory."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_episodes(out / "episodes.jsonl", episodes)
-    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
 def read_run(path: str | Path) -> list[Episode]:

@@ -1,4 +1,5 @@
-"""Run summaries: what ``summary.json`` of an evaluation holds, computed from its episodes.
+"""Run summaries: what ``summary.json`` of an evaluation holds, computed from its episodes, and the run folder
+written with it (``episodes.jsonl`` beside ``summary.json``).
 
 Comparing two runs is ``core.runs.comparison`` (one implementation for the CLI and the app).
 
@@ -8,6 +9,7 @@ played more than once (K samples of one scenario are not independent).
 """
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.clarify.toolcalls import ends_inside_call
 from core.records import Episode
+from core.runs.episode_log import write_episodes
 from core.stats import bootstrap_mean
 
 SUMMARY_VERSION = 1
@@ -138,3 +141,11 @@ def published_row(summary: RunSummary, label: str | None = None) -> dict:
         row[f"fam_{name}"] = stats.mean
         row[f"max_{name}"] = stats.max
     return row
+
+
+def write_run(out: str | Path, episodes: Sequence[Episode], summary: RunSummary) -> None:
+    """Write ``episodes.jsonl`` and ``summary.json`` into a run directory."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_episodes(out / "episodes.jsonl", episodes)
+    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -29,8 +29,8 @@ def played(tmp_path_factory):
     """(app URL, the two episodes): the run written by the library functions the CLI calls."""
     import app
     from core.clarify.scenarios import load_scenarios
-    from core.runs.eval import run_eval, write_run
-    from core.runs.summary import summarize
+    from core.runs.eval import run_eval
+    from core.runs.summary import summarize, write_run
 
     base = tmp_path_factory.mktemp("cued")
     arm = base / "models" / MARKUP

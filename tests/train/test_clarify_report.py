@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from core.runs.eval import compare_runs, run_eval, write_run
+from core.runs.eval import compare_runs, run_eval
 from core.clarify.scenarios import load_scenarios
-from core.runs.summary import summarize
+from core.runs.summary import summarize, write_run
 from train.clarify_report import ask_or_act, cue_table, read_summary, report
 
 

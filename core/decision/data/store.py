@@ -50,8 +50,12 @@ class Manifest(BaseModel):
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (a model's weights need not fit twice in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_rows(path: Path, rows: Iterable[DecisionRow]) -> FileEntry:

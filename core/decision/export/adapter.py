@@ -20,10 +20,10 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from safetensors.torch import save_file
 
+from core.decision.data.store import sha256_file
 from core.decision.decider import Decider, Limits
 from core.decision.export.published import (CARD_FILE, HEAD_FILE, TOKENIZER_FILES, DecisionExportError, _check_head,
-                                            _read_tensors, check_hashes, check_letters, portable_tokenizer_config,
-                                            sha256_file)
+                                            _read_tensors, check_hashes, check_letters, portable_tokenizer_config)
 from core.decision.prompt import letter_token_ids
 from core.decision.rotation import checked
 from core.decision.softening import Softening, SofteningError, StateTemperature

@@ -15,7 +15,6 @@ published loader ignores) and refuse a changed file. Directories in our earlier 
 """
 
 import copy
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+from core.decision.data.store import sha256_file
 from core.decision.decider import Decider, Limits
 from core.decision.prompt import LETTER_TOKENS, LETTERS, encode, letter_token_ids
 from core.decision.readout import MASKED_LOGIT
@@ -106,14 +106,6 @@ class DecisionCard(BaseModel):
     """Free-form training summary (recipe, steps, data, seed, results)."""
     clarifylab_sha256: dict[str, str] = {}
     """config.json and tokenizer files -> sha256 (ours; absent from published exports)."""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def adds_bos(tokenizer) -> bool:

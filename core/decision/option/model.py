@@ -23,8 +23,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from core.decision.export.published import sha256_file, state_mismatch
-from core.decision.export.published import portable_tokenizer_config
+from core.decision.data.store import sha256_file
+from core.decision.export.published import portable_tokenizer_config, state_mismatch
 
 FORMAT = "clarifylab-option-scorer-v1"
 BODY_FILE, HEADS_FILE, CARD_FILE = "body.safetensors", "heads.safetensors", "option_model.json"

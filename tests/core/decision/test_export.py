@@ -9,8 +9,9 @@ from safetensors.torch import load_file, save_file
 from core.decision import Choice, Noul, Score
 from core.decision.export.published import (
     CARD_FILE, FORMAT, HEAD_FILE, MODEL_FILE, DecisionExportError, export_causal_lm, export_decision,
-    load_decider, sha256_file,
+    load_decider,
 )
+from core.decision.data.store import sha256_file
 
 BODY_FILE, ROWS_FILE = MODEL_FILE, HEAD_FILE
 

@@ -17,8 +17,9 @@ from transformers import AutoModel, AutoTokenizer
 from core.decision import Choice, Noul, Score
 from core.decision.export.published import (
     CARD_FILE, CONFIG_HASHES, HEAD_FILE, MODEL_FILE, DecisionExportError, adds_bos, export_decision, load_decider,
-    reexport, sha256_file,
+    reexport,
 )
+from core.decision.data.store import sha256_file
 from core.decision.prompt import LETTER_TOKENS, render_prompt
 from core.decision.random_model import random_body, random_rows
 

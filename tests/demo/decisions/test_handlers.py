@@ -269,7 +269,6 @@ def test_calibrate_refuses_an_unavailable_model(models_dir, untrained, tmp_path)
 
 
 def test_probe_bars_against_ideals(models_dir):
-    pytest.importorskip("core.decision.data")
     set_err, model_err, fig, table = h.probe(models_dir, "tiny-a", "tiny-b", 20)
     assert not set_err["visible"] and not model_err["visible"]
     assert list(table["group"]) == ["one-cue department", "two-cue department", "escalate"]

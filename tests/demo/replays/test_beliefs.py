@@ -10,8 +10,8 @@ from core.clarify.cued import posterior
 from core.clarify.scenarios import load_cued
 from core.decision.questions import make_answer
 from core.runs.episode_log import read_episodes
-from core.runs.eval import run_eval, write_run
-from core.runs.summary import summarize
+from core.runs.eval import run_eval
+from core.runs.summary import summarize, write_run
 from demo import plots
 from demo.replays import beliefs as b
 from demo.replays.handlers import episode_key

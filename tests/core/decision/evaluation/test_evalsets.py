@@ -72,7 +72,6 @@ def test_load_items_reads_the_file_and_refuses_a_missing_one(tmp_path):
 
 
 def test_generated_sets_when_the_data_generators_exist():
-    pytest.importorskip("core.decision.data")
     split, probe = load_items("our test split", 4), load_items("known-posterior probe", 3)
     assert len(split) == 12 and len({it.context_id for it in split}) == 4
     assert len(probe) == 12  # 6 tickets, department + escalate each
@@ -80,7 +79,6 @@ def test_generated_sets_when_the_data_generators_exist():
 
 
 def test_natural_tickets_are_the_natural_test_split_in_its_order():
-    pytest.importorskip("core.decision.data")
     from core.decision.data.natural import natural_contexts
     from core.decision.data.ticket_families import ISSUE_FAMILIES, URGENCY_FAMILIES
     from core.decision.evaluation.evalsets import NATURAL, natural_items
