@@ -9,9 +9,7 @@ included, so a breakdown always belongs to its own episode. docs/environment.md
 lists each v1/v2 difference; the environment and the GRPO reward both call ``score``.
 """
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Collection, Literal, Mapping
 
 from core.clarify.families import CRITICAL_WEIGHT, FAMILIES, FIELDS, GATE_THRESHOLD, OTHER_WEIGHT, RUBRIC_WEIGHTS, SYNONYM_SETS
@@ -80,11 +78,23 @@ def values_equal_v1(plan_value: Any, true_value: Any) -> bool:
     return (group is not None and group == _SYNONYM_OF.get(b)) or _float_equal(a, b)
 
 
-@lru_cache(maxsize=None)
-def _value_pattern(text: str) -> re.Pattern:
-    head = r"(?<![a-z0-9])" if text[:1].isalnum() else ""
-    tail = r"(?![a-z0-9])" if text[-1:].isalnum() else ""
-    return re.compile(head + re.escape(text) + tail)
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """``phrase`` occurs in ``text`` as a whole phrase: no letter or digit glued to an end of it that is one.
+
+    A scan, not a compiled pattern: the phrase may be an uploaded log's value of any length, and a cache of
+    patterns compiled from such values grew with every episode a visitor opened."""
+    head, tail = phrase[:1].isalnum(), phrase[-1:].isalnum()
+    start = text.find(phrase)
+    while start >= 0:
+        end = start + len(phrase)
+        if not (head and start and text[start - 1] in _WORD_CHARS) and \
+                not (tail and end < len(text) and text[end] in _WORD_CHARS):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
 
 
 def values_equal_v2(field: str, plan_value: Any, true_value: Any) -> bool:
@@ -96,10 +106,10 @@ def values_equal_v2(field: str, plan_value: Any, true_value: Any) -> bool:
     if values_equal_v1(a, true_value):
         return True
     b = normalise_value(true_value)
-    if not b or not _value_pattern(b).search(a):
+    if not b or not contains_phrase(a, b):
         return False
     others = (normalise_value(v) for v in FIELDS[field].values if normalise_value(v) != b)
-    return not any(o and _value_pattern(o).search(a) for o in others)
+    return not any(o and contains_phrase(a, o) for o in others)
 
 
 def _is_filled(value: Any, version: RubricVersion) -> bool:

@@ -1,10 +1,14 @@
 """Rubrics v1 (published) and v2 (corrected): every component rule, the gate, composition."""
 
+import random
+import re
+import tracemalloc
+
 import pytest
 
 from core.clarify.rubrics import (
-    COMPOSITION, Composition, field_match, format_check, hallucination_check, info_gain, question_efficiency,
-    score, values_equal_v1, values_equal_v2,
+    COMPOSITION, Composition, contains_phrase, field_match, format_check, hallucination_check, info_gain,
+    question_efficiency, score, values_equal_v1, values_equal_v2,
 )
 from core.clarify.scenarios import scenario_from_published
 
@@ -162,3 +166,33 @@ def test_v2_matches_every_simulator_answer_to_its_own_value_only():
                     assert not values_equal_v2(name, answer, other), (name, answer, other)
             # v1 never matches the simulator's own answer: the final "." is not stripped
             assert not values_equal_v1(answer, value), (name, answer)
+
+
+def test_a_whole_phrase_is_what_the_word_bounded_pattern_finds():
+    """The scan agrees with the pattern it replaced, (?<![a-z0-9]) phrase (?![a-z0-9]) at alphanumeric ends,
+    on random texts over an alphabet where every boundary case (letters, digits, space, punctuation,
+    capitals and a non-ASCII letter, which isalnum() counts and [a-z0-9] does not) comes up often."""
+    rng = random.Random(0)
+    alphabet = "ab1 .-Aé"
+    for _ in range(20_000):
+        phrase = "".join(rng.choices(alphabet, k=rng.randint(1, 3)))
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        head = r"(?<![a-z0-9])" if phrase[:1].isalnum() else ""
+        tail = r"(?![a-z0-9])" if phrase[-1:].isalnum() else ""
+        assert contains_phrase(text, phrase) is bool(re.search(head + re.escape(phrase) + tail, text)), (text, phrase)
+
+
+def test_judging_huge_uploaded_values_keeps_no_memory():
+    """An uploaded log's profile value of any length is judged without keeping anything per value (a
+    cache of compiled patterns once kept ~15 MB for every 2 MB value a visitor opened)."""
+    values = ["x" * 2_000_000 + str(i) for i in range(5)]
+    values_equal_v2("date", "this week", values[0])  # warm up whatever is allocated once
+    tracemalloc.start()
+    try:
+        for value in values:
+            assert not values_equal_v2("date", "this week", value)
+            assert values_equal_v2("date", f"on {value}.", value)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 1_000_000, kept
