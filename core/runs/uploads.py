@@ -69,9 +69,11 @@ class UploadStore:
 
 
 def session_of(keys) -> str:
-    """The session id inside a session's keys (``session:token``), or a new random one."""
-    first = next(iter(keys or ()), None)
-    return first.split(":", 1)[0] if isinstance(first, str) and ":" in first else secrets.token_hex(8)
+    """The session id inside a session's store keys (``session:token``), or a new random one. Values that are
+    no store key (a page's own Live play runs) are passed over: read as "no session yet", they once gave each
+    upload a fresh session, past the per-session cap."""
+    key = next((k for k in keys or () if isinstance(k, str) and ":" in k), None)
+    return key.split(":", 1)[0] if key else secrets.token_hex(8)
 
 
 STORE = UploadStore()

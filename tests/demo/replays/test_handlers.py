@@ -241,3 +241,20 @@ def test_an_upload_keeps_the_pages_live_runs(root, tmp_path):
     shutil.copy(FIXTURES / "replay_runs" / ORACLE / "episodes.jsonl", log)
     uploads, *_ = h.upload_log(root, str(log), False, uploads, [])
     assert set(uploads) == {session.run_name, "upload:mine.jsonl"}
+
+
+def test_a_page_with_live_runs_keeps_the_per_session_upload_cap(root, tmp_path):
+    """A page whose first run is its own Live play run (no store key) uploads under one session like any other,
+    so its uploads stay within the per-session cap (each upload once got a fresh session, past the cap)."""
+    from core.runs import uploads as store
+
+    session = _played(root)
+    uploads, *_ = h.adopt_session_runs(root, {}, session)
+    for i in range(store.PER_SESSION + 2):
+        log = tmp_path / f"mine{i}.jsonl"
+        shutil.copy(FIXTURES / "replay_runs" / ORACLE / "episodes.jsonl", log)
+        uploads, *_ = h.upload_log(root, str(log), False, uploads, [])
+    keys = [k for name, k in uploads.items() if name.startswith("upload:")]
+    assert len({k.split(":")[0] for k in keys}) == 1
+    assert sum(store.STORE.holds(k) for k in keys) == store.PER_SESSION
+    h.release_uploads(uploads)
