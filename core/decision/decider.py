@@ -149,8 +149,11 @@ class Decider:
 
     def limit_errors(self, state: str | Mapping[str, Any], questions: Mapping[str, Any]) -> dict[str, str]:
         """``overruns`` as messages, ``{"state" | qid: reason}``: which part of a System One request is too long."""
+        asked = [q.primitive for q in system_one.questions(questions)]
+        if far := far_parts(render_state(state).strip(), asked, self.limits, self.max_token_chars):
+            return {part: f"{said}. Shorten it (nothing is cut silently)." for part, said in far.items()}
         errors: dict[str, str] = {}
-        for o in self.overruns(state, [q.primitive for q in system_one.questions(questions)]):
+        for o in self.overruns(state, asked):
             if o.part == "state":
                 errors["state"] = (f"the state is {o.tokens} tokens; this model takes at most {o.limit}. "
                                    "Shorten it (nothing is cut silently).")
@@ -161,7 +164,10 @@ class Decider:
 
     def _overruns(self, text, state_ids, suffixes, questions) -> list[Overrun]:
         header = len(self._prefix(text)) - len(state_ids)  # "User: Context:\n", "\n\n", BOS
-        s_lim = min(self.limits.max_state_tokens, self.max_positions - header - max(map(len, suffixes), default=0))
+        # a suffix over its own limit is reported (or cut) by itself: the state makes room for it as cut, so an
+        # over-long question never reads as an over-long state
+        longest = max((min(len(s), self.limits.max_suffix_tokens) for s in suffixes), default=0)
+        s_lim = min(self.limits.max_state_tokens, self.max_positions - header - longest)
         out = [Overrun("state", len(state_ids), s_lim)] if len(state_ids) > s_lim else []
         return out + [Overrun(_part(q, i), len(s), self.limits.max_suffix_tokens)
                       for i, (q, s) in enumerate(zip(questions, suffixes)) if len(s) > self.limits.max_suffix_tokens]
@@ -351,23 +357,28 @@ def _part(q: Question, index) -> str:
     return str(q.qid) if q.qid is not None else str(index)
 
 
-def unfittable(text: str, questions: Sequence[Question], limits: Limits, token_chars: int) -> RequestTooLong | None:
-    """The refusal of a request with a part that no tokenization can fit, found without tokenizing.
+def far_parts(text: str, questions: Sequence[Question], limits: Limits, token_chars: int) -> dict[str, str]:
+    """Each part of a request that no tokenization can fit, ``{"state" | qid: what is over}``, found without
+    tokenizing.
 
     A part of n characters needs at least n / ``token_chars`` tokens, so a state of more than
     ``max_state_tokens x token_chars`` characters (or a question over its suffix limit likewise) is
     over its limit: a 50 MB state is refused in microseconds instead of tokenized for minutes.
     Parts up to ``EXACT_COUNT_CHARS`` are left to the exact count, which names every part over.
     """
-    parts = [("the state", len(text), limits.max_state_tokens)]
-    parts += [(f"question {_part(q, i)!r}", len(q.text) + sum(len(o) for o in q.options), limits.max_suffix_tokens)
-              for i, q in enumerate(questions)]
-    over = [(name, n, limit) for name, n, limit in parts if n > max(EXACT_COUNT_CHARS, limit * token_chars)]
-    if not over:
-        return None
-    said = "; ".join(f"{name} is {n:,} characters, more than {limit} tokens can hold ({limit * token_chars:,}: "
-                     f"{token_chars} characters in the longest token)" for name, n, limit in over)
-    return RequestTooLong(f"request too long: {said}.", "Pass truncate=True to cut it as published.")
+    parts = [("state", "the state", len(text), limits.max_state_tokens)]
+    parts += [(_part(q, i), f"question {_part(q, i)!r}", len(q.text) + sum(len(o) for o in q.options),
+               limits.max_suffix_tokens) for i, q in enumerate(questions)]
+    return {key: f"{name} is {n:,} characters, more than {limit} tokens can hold ({limit * token_chars:,}: "
+                 f"{token_chars} characters in the longest token)"
+            for key, name, n, limit in parts if n > max(EXACT_COUNT_CHARS, limit * token_chars)}
+
+
+def unfittable(text: str, questions: Sequence[Question], limits: Limits, token_chars: int) -> RequestTooLong | None:
+    """The refusal of a request with a part that no tokenization can fit (``far_parts``), or None."""
+    far = far_parts(text, questions, limits, token_chars)
+    return RequestTooLong(f"request too long: {'; '.join(far.values())}.",
+                          "Pass truncate=True to cut it as published.") if far else None
 
 
 def _too_long_message(over: list[Overrun]) -> RequestTooLong:

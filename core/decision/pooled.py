@@ -300,7 +300,7 @@ class PooledDecider(system_one.SystemOneModel):
         """The state's ids and the parts over ``LIMITS``: a part no tokenization can fit is refused untokenized."""
         text = render_state(state)
         if far := unfittable(text.strip(), questions, LIMITS, self.token_chars):
-            raise far
+            raise RequestTooLong(far.reason)  # without its hint: a pooled readout never truncates
         ids, errors = self.reader.state_ids(text), {}
         if len(ids) > LIMITS.max_state_tokens:
             errors["state"] = f"the state is {len(ids)} tokens; the pooled readout reads at most {LIMITS.max_state_tokens}"

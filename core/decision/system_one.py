@@ -44,6 +44,11 @@ class SystemOneQuestion:
     """The Choice / Score / Noul shown to our model (same option order)."""
 
 
+MAX_QUESTIONS = 64
+"""Questions one request may ask: a served model answers requests one at a time, so one request's work is bounded
+(2,000 questions kept a real-body model busy for 83 s)."""
+
+
 def _config():
     from transformers.decision import DecisionConfig
 
@@ -89,13 +94,15 @@ def parse(specs: Mapping[str, Any]) -> list:
     (a ``ParsedQuestions``' own ``SystemOneQuestion``s, which carry the same fields).
 
     Raises:
-        QuestionError: with ``parse_questions``' own message.
+        QuestionError: with ``parse_questions``' own message, or naming a count over ``MAX_QUESTIONS``.
     """
     from transformers.decision import parse_questions
 
     kept = kept_parse(specs, SystemOneQuestion)
     if kept is not None:
         return kept
+    if isinstance(specs, Mapping) and len(specs) > MAX_QUESTIONS:
+        raise QuestionError(f"{len(specs):,} questions; at most {MAX_QUESTIONS} per request (send more requests)")
     try:
         return parse_questions(specs, _config())
     except ValueError as err:

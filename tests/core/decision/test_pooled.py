@@ -192,6 +192,7 @@ def test_a_state_no_tokenization_fits_is_refused_untokenized(lm, letter_tok, mon
         decider.decide(hopeless, QS)
     page = {"page": {"type": "noul", "instructions": "Page now?"}}
     assert "more than 4096 tokens can hold" in decider.limit_errors(hopeless, page)["state"]
+    assert "truncate" not in decider.limit_errors(hopeless, page)["state"]  # a pooled readout cuts nothing
 
 
 def test_the_option_cache_keeps_the_most_recent(lm, letter_tok, monkeypatch):

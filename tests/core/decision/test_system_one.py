@@ -77,6 +77,14 @@ def test_validation_errors_are_parse_questions_own(specs):
         assert "'q7'" in str(ours.value)
 
 
+def test_a_request_asks_at_most_max_questions():
+    """Each request's work is bounded: a served model answers one request at a time."""
+    page = QUESTIONS["page"]
+    assert len(system_one.questions({f"q{i}": page for i in range(system_one.MAX_QUESTIONS)})) == system_one.MAX_QUESTIONS
+    with pytest.raises(QuestionError, match=f"2,000 questions; at most {system_one.MAX_QUESTIONS} per request"):
+        system_one.questions({f"q{i}": page for i in range(2000)})
+
+
 @pytest.mark.parametrize("spec, fragment", [
     ({"type": "choice", "instructions": "x", "criteria": {"a": "same", "b": "same"}}, "duplicates option 1"),
     ({"type": "choice", "instructions": "Which?", "criteria": {"only": None}}, "1 option(s)"),

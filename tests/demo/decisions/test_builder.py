@@ -97,6 +97,18 @@ def test_request_errors_name_the_part_over_the_limit(decider):
     long_q = {"q1": {"type": "choice", "instructions": "Which " * 80 + "?", "criteria": {"a": "x", "b": "y"}}}
     errors = decider.limit_errors("short state", long_q)
     assert list(errors) == ["q1"] and "at most 60" in errors["q1"]
+    huge_q = {"q1": {"type": "choice", "instructions": "Which " * 20_000 + "?", "criteria": {"a": "x", "b": "y"}}}
+    errors = decider.limit_errors("short state", huge_q)  # the state once read as over a limit of -119,000
+    assert list(errors) == ["q1"] and "characters, more than 60 tokens can hold" in errors["q1"]
+
+
+def test_a_part_no_tokenization_fits_is_named_untokenized(decider, monkeypatch):
+    """A state of megabytes is refused from its length in characters: tokenizing it took seconds an edit."""
+    monkeypatch.setattr(decider, "overruns", lambda *a: pytest.fail("tokenized a hopeless request"))
+    q = {"q1": {"type": "choice", "instructions": "Which?", "criteria": {"a": "x", "b": "y"}}}
+    errors = decider.limit_errors("word " * 800_000, q)  # 3,999,999 once stripped
+    assert list(errors) == ["state"] and "the state is 3,999,999 characters, more than 80 tokens" in errors["state"]
+    assert errors["state"].endswith("Shorten it (nothing is cut silently).") and "truncate" not in errors["state"]
 
 
 def test_reading_margin_and_close_flag():
