@@ -61,10 +61,15 @@ def parse_line(text: str, where: str) -> Episode:
     try:
         return Episode.model_validate(obj)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(record)"
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise EpisodeLogError(f"{where}: field {loc}: {first['msg']}{more}") from None
+        raise EpisodeLogError(f"{where}: {field_problem(exc)}") from None
+
+
+def field_problem(exc: ValidationError) -> str:
+    """A schema error in plain words: the first bad field, what is wrong with it, how many more."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"field {loc}: {first['msg']}{more}"
 
 
 def iter_lines(stream: IO[str], name: str) -> Iterable[tuple[str, str]]:

@@ -15,10 +15,13 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from core.clarify.environment import ClarifyEnv
-from core.runs.episode_log import ENCODING, TOO_DEEP, EpisodeLogError, LogReport, read_episodes, write_episodes
+from core.runs.episode_log import (ENCODING, TOO_DEEP, EpisodeLogError, LogReport, field_problem, read_episodes,
+                                   write_episodes)
 from core.clarify.families import FAMILIES, MAX_STEPS, RUBRIC_WEIGHTS, TITLES
-from core.records import Episode, Recorded, RewardBreakdown, Scenario, Turn
+from core.records import Count, Episode, Recorded, RewardBreakdown, Scenario, Unit, Value
 from core.clarify.scenarios import generate_scenario
 from core.clarify.toolcalls import parse_tool_call
 
@@ -26,8 +29,36 @@ MAX_BYTES = 50 * 1024 * 1024
 """Largest log we read (a 10,000-episode log of our own is about 30 MB)."""
 Format = Literal["episodes", "published-trace"]
 SOURCE = "published-trace"
-_SCENARIO_ID = re.compile(r"^seed(\d+)_([a-z_]+)_(easy|medium|hard)$")
+_SCENARIO_ID = re.compile(r"^seed(\d{1,18})_([a-z_]+)_(easy|medium|hard)$")
+"""A generated scenario's id; a longer seed names none (and Python refuses to read 4,301 digits)."""
 _TRACE_KEYS = ("scenario_id", "family", "messages", "final_score")
+
+
+class _TraceRecord(BaseModel):
+    """The fields of a published trace record that the import reads (its other keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")  # a foreign format: keys we do not read are not errors
+
+    scenario_id: str
+    family: str
+    messages: list[Any]
+    """Chat turns; entries that are not ``{"role", "content"}`` objects are skipped."""
+    final_score: Unit
+    score_breakdown: dict[str, Unit] | None = None
+    questions_asked: Count | None = None
+    model_label: str | None = None
+    request: str | None = None
+
+
+class _TraceResult(BaseModel):
+    """The fields of a tool result that rebuild a scenario from a trace (its other keys are kept as they are)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    field_revealed: str | None = None
+    hidden_profile: dict[str, Value] | None = None
+    critical_fields: list[str] | None = None
+    required_keys: list[str] | None = None
 
 
 def check_file(path: Path) -> None:
@@ -85,14 +116,21 @@ def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogRep
     for i, item in enumerate(items):
         try:
             report.episodes.append(convert_trace(item))
-        except (ValueError, TypeError, KeyError) as exc:
-            message = f"{name} record {i}: {exc}"
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            message = f"{name} record {i}: {_problem(exc)}"
             if not keep_valid:
                 raise EpisodeLogError(message) from None
             report.problems.append(message)
     if not report.episodes and not report.problems:
         raise EpisodeLogError(f"{name}: the file holds no episodes")
     return renumber_repeats(report, note=False)  # a trace has no sample index: repeats are its samples
+
+
+def _problem(exc: Exception) -> str:
+    """Why a trace record could not be read, in words (never a pydantic dump or a recursion trace)."""
+    if isinstance(exc, ValidationError):
+        return field_problem(exc)
+    return TOO_DEEP if isinstance(exc, RecursionError) else str(exc)
 
 
 def renumber_repeats(report: LogReport, note: bool = True) -> LogReport:
@@ -121,7 +159,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+        return "".join(_content_text(p.get("text")) if isinstance(p, dict) else str(p) for p in content)
     return "" if content is None else json.dumps(content)
 
 
@@ -165,15 +203,14 @@ def convert_trace(item: Any) -> Episode:
     missing = [k for k in _TRACE_KEYS if k not in item]
     if missing:
         raise ValueError(f"not a published trace record: missing {', '.join(missing)}")
-    if not isinstance(item["messages"], list):
-        raise ValueError("messages must be a list of chat turns")
-    label = str(item.get("model_label") or "unknown")
-    recorded = Recorded(source=SOURCE, score=float(item["final_score"]), label=label,
-                        breakdown={str(k): float(v) for k, v in (item.get("score_breakdown") or {}).items()})
-    steps = agent_steps(item["messages"])
-    scenario = identify(str(item["scenario_id"]), str(item["family"]))
+    record = _TraceRecord.model_validate(item)  # a ValidationError names the bad field
+    label = record.model_label or "unknown"
+    recorded = Recorded(source=SOURCE, score=record.final_score, label=label,
+                        breakdown=record.score_breakdown or {})
+    steps = agent_steps(record.messages)
+    scenario = identify(record.scenario_id, record.family)
     if scenario is None:
-        episode = _recorded_only(item, steps, recorded)
+        episode = _recorded_only(record, steps, recorded)
     else:
         env = ClarifyEnv(scenario, "v1")
         for raw, call, error, _ in steps:
@@ -185,23 +222,33 @@ def convert_trace(item: Any) -> Episode:
     return episode
 
 
-def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
+def _checked_result(index: int, result: dict) -> _TraceResult:
+    """The scenario fields of turn ``index``'s tool result, or a ValueError naming the bad one."""
+    try:
+        return _TraceResult.model_validate(result)
+    except ValidationError as exc:
+        raise ValueError(f"the tool result of turn {index}: {field_problem(exc)}") from None
+
+
+def _recorded_only(record: _TraceRecord, steps: list, recorded: Recorded) -> Episode:
     """An episode rebuilt from the trace's own tool results (no scenario to replay against)."""
-    family = str(item["family"])
-    match = re.search(r"(easy|medium|hard)$", str(item["scenario_id"]))
+    family = record.family
+    match = re.search(r"(easy|medium|hard)$", record.scenario_id)
     difficulty = match.group(1) if match else "medium"
-    plans = [r for _, c, _, r in steps if c and c.name == "propose_plan"]
-    final = plans[-1] if plans and isinstance(plans[-1], dict) else {}
-    profile = final.get("hidden_profile") if isinstance(final.get("hidden_profile"), dict) else {}
-    required = final.get("required_keys") or list(FAMILIES[family].required if family in FAMILIES else [])
-    scenario = Scenario(seed=None, source_id=str(item["scenario_id"]), family=family, difficulty=difficulty,
-                        title=TITLES[difficulty], request=str(item.get("request", "")), hidden_profile=profile,
-                        critical_fields=sorted(final.get("critical_fields") or []),
-                        required_keys=list(required), field_keys=sorted(profile),
+    results = [_checked_result(i, r) for i, (_, _, _, r) in enumerate(steps)]
+    plans = [(r, checked) for (_, c, _, r), checked in zip(steps, results) if c and c.name == "propose_plan"]
+    final, known = plans[-1] if plans else ({}, _TraceResult())
+    profile = known.hidden_profile or {}
+    required = known.required_keys or list(FAMILIES[family].required if family in FAMILIES else [])
+    scenario = Scenario(seed=None, source_id=record.scenario_id, family=family, difficulty=difficulty,
+                        title=TITLES[difficulty], request=record.request or "", hidden_profile=profile,
+                        critical_fields=sorted(known.critical_fields or []),
+                        required_keys=required, field_keys=sorted(profile),
                         max_steps=MAX_STEPS[difficulty])
-    turns = [Turn(index=i, raw=raw, call=call, parse_error=err, result=res)
+    # dicts, not Turns: the episode's validation names a bad result as ``turns.N.result``
+    turns = [dict(index=i, raw=raw, call=call, parse_error=err, result=res)
              for i, (raw, call, err, res) in enumerate(steps)]
-    revealed = [r["field_revealed"] for _, c, _, r in steps if r.get("field_revealed")]
+    revealed = [checked.field_revealed for checked in results if checked.field_revealed]
     last = steps[-1][1] if steps else None
     # A plan call ends an episode whatever its result holds; only without one did it run out of steps.
     # A trace without a single agent turn does not say how it ended: "running", never a made-up end.
@@ -215,7 +262,7 @@ def _recorded_only(item: dict, steps: list, recorded: Recorded) -> Episode:
     plan = final.get("plan") if isinstance(final.get("plan"), dict) else None
     return Episode(scenario=scenario, policy=f"published:{recorded.label}", rubric="v1", turns=turns,
                    plan=plan, score=recorded.score, breakdown=breakdown, termination=termination,
-                   questions_asked=int(item.get("questions_asked") or 0), fields_revealed=revealed)
+                   questions_asked=record.questions_asked or 0, fields_revealed=revealed)
 
 
 def convert(src: str | Path, dst: str | Path, *, keep_valid: bool = False) -> tuple[Format, LogReport]:

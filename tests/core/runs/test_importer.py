@@ -69,8 +69,8 @@ def test_repeated_traces_get_sample_indices(tmp_path):
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda t: t.pop("messages"), "missing messages"),                    # schema: no messages
-    (lambda t: t.update(messages="hi"), "messages must be a list"),        # schema: wrong type
-    (lambda t: t.update(final_score="high"), "could not convert"),         # non-numeric score
+    (lambda t: t.update(messages="hi"), "field messages: Input should be a valid list"),  # schema: wrong type
+    (lambda t: t.update(final_score="high"), "field final_score: Input should be a valid number"),  # not a number
 ])
 def test_bad_trace_records(tmp_path, mutate, message):
     traces = _traces()
@@ -81,6 +81,51 @@ def test_bad_trace_records(tmp_path, mutate, message):
         episodes.read_log(path)
     report = episodes.read_log(path, keep_valid=True)[1]
     assert len(report.episodes) == 2 and report.problems[0].startswith("bad.json record 1")
+
+
+_PLAN = '<tool_call>{"name": "propose_plan", "arguments": {"plan": {}}}</tool_call>'
+
+
+def _answered(result: str) -> list[dict]:
+    return [{"role": "assistant", "content": _PLAN}, {"role": "tool", "content": result}]
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"score_breakdown": [1, 2]}, "field score_breakdown: Input should be a valid dictionary"),     # a list, not {name: score}
+    ({"final_score": float("nan")}, "field final_score: .*finite number in \\[0, 1\\], got nan"),  # NaN
+    ({"final_score": float("inf")}, "field final_score: .*got inf"),                             # 1e999 reads as inf
+    ({"questions_asked": "many"}, "field questions_asked: Input should be a valid integer"),     # not a count
+    ({"model_label": {"a": 1}}, "field model_label: Input should be a valid string"),            # an object label
+    ({"messages": _answered('{"critical_fields": [1, "a"]}')},                                   # unsortable fields
+     "the tool result of turn 0: field critical_fields.0: Input should be a valid string"),
+    ({"messages": _answered('{"required_keys": 5}')},                                            # not a list
+     "the tool result of turn 0: field required_keys: Input should be a valid list"),
+    ({"messages": _answered('{"field_revealed": {"a": 1}}')},                                    # an object field name
+     "the tool result of turn 0: field field_revealed: Input should be a valid string"),
+    ({"messages": _answered('{"score": "high"}')},                                               # a plan's verdict in words
+     "field turns.0.result: .*score must be a finite number, got 'high'"),
+])
+def test_bad_trace_fields_are_named_and_skipped_alone(tmp_path, fields, message):
+    good = {"scenario_id": "x_easy", "family": "event_planning", "messages": [], "final_score": 0.5}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([good, {**good, **fields}]))
+    with pytest.raises(EpisodeLogError, match=f"^bad.json record 1: {message}") as caught:
+        episodes.read_log(path)
+    assert "pydantic" not in str(caught.value) and "type=" not in str(caught.value)
+    report = episodes.read_log(path, keep_valid=True)[1]
+    assert len(report.episodes) == 1 and len(report.problems) == 1  # the bad record alone is skipped
+
+
+def test_content_parts_holding_numbers_are_read_as_text():
+    item = {"scenario_id": "x_easy", "family": "event_planning", "final_score": 0.5,
+            "messages": [{"role": "assistant", "content": [{"type": "text", "text": 5}]}]}
+    assert episodes.convert_trace(item).turns[0].raw == "5"
+
+
+def test_a_seed_too_long_to_read_names_no_generated_scenario():
+    item = {"scenario_id": "seed" + "9" * 5000 + "_event_planning_easy", "family": "event_planning",
+            "messages": [], "final_score": 0.5}
+    assert episodes.convert_trace(item).scenario.seed is None  # rebuilt from the trace, not a Python error
 
 
 def test_a_json_object_instead_of_a_list(tmp_path):
