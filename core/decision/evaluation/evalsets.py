@@ -101,10 +101,13 @@ def parse_record(record: Mapping[str, Any]) -> EvalItem:
 def _numbered_records(name: str, text: str) -> Iterable[tuple[int, Any]]:
     if name.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
-        if reader.fieldnames is None:
-            raise EvalSetError("line 1: the CSV file has no header row")
-        for rec in reader:
-            yield reader.line_num, {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
+        try:
+            if reader.fieldnames is None:
+                raise EvalSetError("line 1: the CSV file has no header row")
+            for rec in reader:
+                yield reader.line_num, {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
+        except csv.Error as err:  # e.g. a field over csv's 131,072-character limit
+            raise EvalSetError(f"line {reader.reader.line_num}: not a readable CSV row ({err})") from None
         return
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():

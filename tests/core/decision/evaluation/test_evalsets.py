@@ -52,6 +52,8 @@ def _bad(line2: dict) -> str:
     ("set.jsonl", _jsonl(GOOD[:1]) + "{not json\n", "line 2: not JSON"),
     ("set.jsonl", "\n\n", "holds no rows"),
     ("set.csv", "state,question,options,label\ns,Which?,a|b,c\n", "line 2: label 'c' is not one of the options"),
+    ("set.csv", "state,question,options,label\ns,Which?,a|b,a\n" + "x" * 131_073 + ",q?,a|b,a\n",  # csv's field limit
+     "line 3: not a readable CSV row (field larger than field limit"),
     ("set.txt", "anything", "expected a .jsonl or .csv file"),
     ("set.jsonl", b"\xff\xfe", "not UTF-8"),
 ])
