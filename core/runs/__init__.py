@@ -7,7 +7,7 @@ ClarifyRL curated traces, re-scored), ``eval`` (``python -m core.runs.eval``: pl
 compare), ``replays`` (run folders on disk, safe names, regeneration), ``uploads`` (uploaded runs
 held for browser sessions, bounded in memory), ``measured`` (what a model scored in the shipped
 runs, quoted before Start) and ``session_runs`` (live sessions' runs: private to
-their page, bounded on disk).
+their page, bounded on disk; export downloads bounded the same way).
 """
 
 __all__ = ["comparison", "episode_log", "episode_table", "eval", "importer", "measured", "replays", "session_runs",

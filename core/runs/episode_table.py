@@ -4,7 +4,6 @@ Pure functions of episode records and tables (no disk access but CSV export), so
 the benchmark and notebooks slice logs the same way. ``core.runs.replays`` feeds them runs from disk.
 """
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence
@@ -13,6 +12,7 @@ import pandas as pd
 
 from core.clarify.families import RUBRIC_WEIGHTS
 from core.clarify.rubrics import V3_WEIGHTS
+from core.runs.session_runs import export_folder
 from core.stats import bootstrap_mean
 
 TABLE_COLUMNS = ["episode", "family", "difficulty", "score", "gate", "questions", "revealed",
@@ -181,9 +181,10 @@ def csv_cell(value):
 
 
 def export_csv(rows: pd.DataFrame, directory: str | Path | None = None) -> Path:
-    """Write table rows to a fresh CSV file and return its path; text from logs (episode ids, run
-    names) that starts like a formula is written with a leading ``'`` so it stays text."""
-    out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.csv"
+    """Write table rows to a fresh CSV file (by default in a fresh, bounded export folder) and return its
+    path; text from logs (episode ids, run names) that starts like a formula is written with a leading
+    ``'`` so it stays text."""
+    out = Path(directory or export_folder()) / "episodes.csv"
     text = rows.select_dtypes(exclude="number").columns
     safe = rows.assign(**{c: rows[c].astype(object).map(csv_cell) for c in text})
     safe.to_csv(out, index=False)

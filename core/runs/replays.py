@@ -9,7 +9,6 @@ outside the directory. Regenerate the shipped runs with ``python -m core.runs.re
 
 import json
 import re
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +18,7 @@ import pandas as pd
 
 from core.runs.episode_log import EpisodeLogError, dump_episode, parse_line, scan_records, write_episodes
 from core.runs.comparison import Comparison, RubricMismatch, compare_tables
-from core.runs.session_runs import OWNED, dropped_message, is_session_run
+from core.runs.session_runs import OWNED, dropped_message, export_folder, is_session_run
 from core.runs.transcripts import inert
 from core.runs.uploads import PER_SESSION, STORE
 from core.runs.episode_table import Filters, episode_table, filter_table, record_row
@@ -255,8 +254,9 @@ def rows_episodes(root: str | Path, rows: pd.DataFrame, uploads: dict | None = N
 
 
 def export_jsonl(episodes: Sequence[Episode], directory: str | Path | None = None) -> Path:
-    """Write episodes to a fresh JSONL log (our format) and return its path."""
-    out = Path(directory or tempfile.mkdtemp(prefix="clarifylab-")) / "episodes.jsonl"
+    """Write episodes to a fresh JSONL log (our format) and return its path (by default in a fresh,
+    bounded export folder: ``core.runs.session_runs.export_folder``)."""
+    out = Path(directory or export_folder()) / "episodes.jsonl"
     write_episodes(out, episodes)
     return out
 

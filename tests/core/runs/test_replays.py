@@ -157,6 +157,22 @@ def test_exports_round_trip(root, tmp_path):
     assert "recorded" not in table.display_frame(frame).columns
 
 
+def test_exports_get_fresh_files_in_a_bounded_number_of_folders(root, tmp_path, monkeypatch):
+    import tempfile
+
+    from core.runs import replays, session_runs
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(session_runs, "MAX_EXPORTS", 3)
+    frame = table.display_frame(runs_table(root, [ORACLE]))
+    outs = [table.export_csv(frame) if i % 2 else replays.export_jsonl([]) for i in range(8)]
+    assert len({out.parent for out in outs}) == 8  # each export its own file: none overwrites another's
+    kept = sorted(temp.rglob("episodes.*"))
+    assert len(kept) == 3 and kept == sorted(outs[-3:])  # the newest three; clicks no longer fill the disk
+
+
 def test_upload_names_never_touch_disk():
     assert upload_name("../../etc/passwd") == "upload:passwd"
     assert upload_name("my log (1).jsonl") == "upload:my_log_1_.jsonl"

@@ -1,6 +1,7 @@
 """Live sessions' runs on disk: which names are private, and the count and byte bounds."""
 
 import os
+import shutil
 
 import pytest
 
@@ -44,3 +45,19 @@ def test_the_run_just_written_is_kept_whatever_its_size(tmp_path):
     names = _runs(tmp_path, [10, 5000])
     assert session_runs.prune(tmp_path, max_runs=1, max_bytes=100, keep=names[1]) == names[:1]
     assert session_runs.prune(tmp_path / "nothing-here") == []
+
+
+
+def test_a_folder_deleted_meanwhile_by_another_prune_is_skipped(tmp_path, monkeypatch):
+    names = _runs(tmp_path, [10] * 3)
+    gone = tmp_path / names[0]
+    real_is_dir = type(gone).is_dir
+
+    def racing_is_dir(folder):  # a concurrent export's prune deletes the oldest run just after this check
+        found = real_is_dir(folder)
+        if folder.name == gone.name:
+            shutil.rmtree(gone, ignore_errors=True)
+        return found
+
+    monkeypatch.setattr(type(gone), "is_dir", racing_is_dir)
+    assert session_runs.prune(tmp_path, max_runs=1, max_bytes=10**6) == names[:2]
