@@ -195,6 +195,8 @@ def get_run(root: str | Path, name: str, uploads: dict | None = None) -> LoadedR
 
     ``uploads`` maps a name to a ``LoadedRun``, to its key in ``core.runs.uploads.STORE``, or to
     ``OWNED`` for this page's own live-session runs on disk."""
+    if not isinstance(name, str):  # a picker's None, or any JSON value an API caller sends
+        raise RunNotFound(f"{name!r} is not a run name")
     if uploads and name in uploads:
         held = uploads[name]
         if held == OWNED:
@@ -325,6 +327,8 @@ def compare_named(root: str | Path, run_a: str, run_b: str, uploads: dict | None
 def compared_episodes(root: str | Path, run_a: str, run_b: str, scenario: str,
                       uploads: dict | None = None) -> tuple[Episode, Episode]:
     """The first episode of ``scenario`` in each of two runs (for side-by-side reading)."""
+    if not isinstance(scenario, str):  # pandas compares a list or a dict element by element, or not at all
+        raise RunNotFound(f"{scenario!r} is not a scenario id")
     pair = []
     for run in (run_a, run_b):
         rows = get_run(root, run, uploads).table

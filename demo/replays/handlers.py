@@ -107,7 +107,8 @@ def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
 
 def show_episode(root, uploads, key):
     """Header, chat transcript, profile-vs-plan marks, breakdown chart and link of one episode."""
-    run, _, episode_id = (key or "").partition("|")
+    key = key if isinstance(key, str) else ""  # an API caller's number or object picks nothing
+    run, _, episode_id = key.partition("|")
     no_marks = transcripts.marks_frame([])
     if not key:
         return PICK_HINT, [], no_marks, plots.breakdown_bars(None, "no episode picked"), ""

@@ -79,7 +79,7 @@ def test_show_episode_with_a_bad_key_explains(root, key):
     assert header.startswith("⚠") and chat == [] and link == "" and marks.empty
 
 
-@pytest.mark.parametrize("key", [None, ""])
+@pytest.mark.parametrize("key", [None, "", 123, {}])  # nothing picked; an API caller's number or object
 def test_show_episode_without_a_pick_asks_for_one(root, key):
     header, chat, marks, fig, link = h.show_episode(root, {}, key)
     assert header == h.PICK_HINT and chat == [] and list(marks.columns)[0] == "field"
@@ -169,6 +169,19 @@ def test_compare_with_a_missing_run(root):
     note, diff, _, scenarios, *_ = h.compare(root, {}, ORACLE, None)
     assert note.startswith("⚠") and diff is None and scenarios["choices"] == []
     assert h.compare_episode(root, {}, ORACLE, "../x", "s") == ([], [])
+
+
+@pytest.mark.parametrize("run_a, run_b, scenario", [
+    (5, GUESS, "seed6_meeting_scheduling_hard"),        # an API caller's number for a run
+    ({}, ["x"], "seed6_meeting_scheduling_hard"),        # objects for both
+    (None, None, "x"),                                   # an empty replays folder: no runs, a typed scenario
+    (ORACLE, GUESS, {}),                                 # an object for the scenario
+    (ORACLE, GUESS, ["a", "b"]),                         # a list for the scenario
+])
+def test_non_string_picks_are_explained_not_raised(root, run_a, run_b, scenario):
+    note, diff, *_ = h.compare(root, {}, run_a, run_b)
+    assert note.startswith("⚠") or "shared scenarios" in note
+    assert h.compare_episode(root, {}, run_a, run_b, scenario) == ([], [])
 
 
 def test_compare_refuses_runs_of_different_rubric_versions(root):
