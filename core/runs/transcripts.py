@@ -132,7 +132,7 @@ def _plan_messages(episode: Episode, turn: Turn) -> list[Message]:
     try:
         parsed = json.loads(plan) if isinstance(plan, str) else plan
         shown = json.dumps(parsed, indent=1, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # json recurses once per bracket: "[" * 50000 is text
         shown = str(plan)
     res = {k: v for k, v in turn.result.items() if k not in ("hidden_profile", "breakdown")}
     title = "propose_plan → " + (f"score {turn.result['score']:.3f}" if "score" in turn.result

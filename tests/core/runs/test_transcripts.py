@@ -42,6 +42,15 @@ def test_unparseable_turn_is_shown_with_its_reason(guess):
     assert "format gate **failed**" in msgs[-1]["content"]
 
 
+def test_a_plan_too_deep_to_parse_is_shown_as_its_text(guess):
+    ep = guess["seed1_meeting_scheduling_easy"]
+    turns = [t.model_copy(update={"call": ToolCall(name="propose_plan", arguments={"plan": "[" * 50_000})})
+             if t.call is not None and t.call.name == "propose_plan" else t for t in ep.turns]
+    msgs = chat_messages(ep.model_copy(update={"turns": turns}))  # json.loads would raise RecursionError
+    plan = next(m["content"] for m in msgs if m["content"].startswith("**Proposes a plan**"))
+    assert "[[[[" in plan and "first 10,000 of 50,000 characters" in plan
+
+
 @pytest.mark.parametrize("result, outcome", [
     ({"answer": "x", "field_revealed": "date"}, "revealed `date`"),       # new field
     ({"answer": "x", "field_revealed": None, "duplicate": True}, "field already revealed"),
