@@ -7,6 +7,7 @@ shared read-only by every session.
 """
 
 import json
+import os
 import time
 
 import gradio as gr
@@ -20,12 +21,15 @@ from core.decision.questions import render_state
 from core.decision.rotation import reading_in
 from core.models import availability, lists
 from core.models.cache import ModelCache, pick
-from core.models.entries import OPTION_DESIGN
+from core.models.entries import OPTION_DESIGN, public_deployment
 from core.runs.episode_log import TOO_DEEP
 from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
+SPACE_EVALUATION_SECONDS = float(os.environ.get("CLARIFYLAB_EVALUATION_SECONDS", 300))
+"""On a public Space, the model time one Evaluate may take: each tab event serves one visitor at a time, so one
+upload of 5,000 long rows read in every order (hours on a real body) would hold everyone else's Evaluate."""
 CHOICE_ORDERS = {"as each model reads them": None, "every cyclic order (letter readouts)": "cyclic"}
 """The Calibration view's ways to read a choice (``core.decision.rotation``): a model's own, or every cyclic order of
 its options with the readings averaged (a letter readout only)."""
@@ -320,9 +324,10 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     view, resample = None, resample or reports.CONTEXTS
     try:
         seed = evalsets.draw_of(draw)
-        items = evalsets.load_items(source, int(contexts), upload, seed)
+        items = evalsets.load_items(source, contexts, upload, seed)
         if not errors:
-            view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample)
+            view = reports.evaluate(deciders, items, temperature=bool(temperature), resample=resample,
+                                    seconds=_budget())
     except ValueError as err:  # EvalSetError, a too-long state, too few contexts for a temperature fit
         errors[_field_of(err)] = _reason(err)
     if view is None or errors:
@@ -342,6 +347,11 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     table = pd.DataFrame(rows, columns=["metric"] + names)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
+
+
+def _budget() -> float | None:
+    """An Evaluate's or a probe's time budget: ``SPACE_EVALUATION_SECONDS`` on a public Space, none on one's own."""
+    return SPACE_EVALUATION_SECONDS if public_deployment() else None
 
 
 def _in_orders(deciders: dict, orders: str, errors: dict) -> dict:
@@ -372,8 +382,8 @@ def probe(models_dir: str, model_a: str, model_b: str, tickets: int):
     deciders, errors = _models_or_errors(models_dir, model_a, model_b)
     summaries = []
     try:
-        items = evalsets.load_items(evalsets.PROBE, int(tickets))
-        summaries = [] if errors else reports.probe_view(deciders, items)
+        items = evalsets.load_items(evalsets.PROBE, tickets)
+        summaries = [] if errors else reports.probe_view(deciders, items, seconds=_budget())
     except ValueError as err:
         errors[_field_of(err)] = _reason(err)
     if errors:

@@ -191,9 +191,24 @@ SOURCES = (SPLIT, NATURAL, PROBE, UPLOAD)
 """The evaluation sets the calibration view offers."""
 
 
-def load_items(source: str, contexts: int, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
+MAX_CONTEXTS = 1000
+"""The most contexts (tickets, probe tickets per kind) a generated set holds: the Calibration view's slider's top."""
+
+
+def count_of(value) -> int:
+    """A generated set's size from a form or API value: a whole number 1..``MAX_CONTEXTS``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not (number.is_integer() and 1 <= number <= MAX_CONTEXTS) or isinstance(value, bool):
+        raise EvalSetError(f"the set's size must be a whole number from 1 to {MAX_CONTEXTS}; got {str(value)[:40]!r}")
+    return int(number)
+
+
+def load_items(source: str, contexts, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
     """Items of one of ``SOURCES``: ``contexts`` test contexts, natural tickets, probe tickets per kind (draw
-    ``seed`` of each), or the file."""
+    ``seed`` of each; ``count_of`` checks the size), or the file."""
     if source == UPLOAD:
         if not upload:
             raise EvalSetError("upload a .jsonl or .csv file first (format: see 'Upload format')")
@@ -205,4 +220,4 @@ def load_items(source: str, contexts: int, upload: str | None = None, seed: int 
     generated = {SPLIT: split_items, NATURAL: natural_items, PROBE: probe_items}
     if source not in generated:
         raise EvalSetError(f"unknown evaluation set {source!r}; pick one of {list(SOURCES)}")
-    return generated[source](contexts, seed)
+    return generated[source](count_of(contexts), seed)

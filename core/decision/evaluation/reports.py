@@ -61,14 +61,22 @@ PUBLISHED_PROBE = {"warmup": {"two-cue department": 0.798}, "RLCD": {"two-cue de
 NAN = Interval(float("nan"), float("nan"), float("nan"), 0)
 
 
-def probabilities(decider, items: Sequence[EvalItem]) -> list[list[float]]:
-    """Each item's option probabilities; questions about one context share one Decider call."""
+class EvaluationTooLong(ValueError):
+    """An evaluation that ran past its time budget (a shared server answers one evaluation at a time)."""
+
+
+def probabilities(decider, items: Sequence[EvalItem], deadline: float | None = None) -> list[list[float]]:
+    """Each item's option probabilities; questions about one context share one Decider call. Past ``deadline``
+    (a ``time.perf_counter`` time) it stops with ``EvaluationTooLong``, naming how far it got."""
     groups: dict[tuple, list[int]] = {}
     for i, item in enumerate(items):
         key = (item.context_id, repr(item.state))
         groups.setdefault(key, []).append(i)
     out: list[list[float]] = [[] for _ in items]
-    for idx in groups.values():
+    for done, idx in enumerate(groups.values()):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise EvaluationTooLong(f"stopped at context {done:,} of {len(groups):,}: this server gives an evaluation "
+                                    "its time budget; evaluate fewer rows, or one model at a time")
         answers = decider.decide(items[idx[0]].state, [items[i].question for i in idx])
         for i, ans in zip(idx, answers):
             out[i] = list(ans.probs.values())
@@ -328,19 +336,31 @@ class CalibrationView:
 
 
 def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0,
-             resample: str = CONTEXTS) -> CalibrationView:
-    """Score ``items`` under each decider (name -> Decider) and summarise each model."""
+             resample: str = CONTEXTS, seconds: float | None = None) -> CalibrationView:
+    """Score ``items`` under each decider (name -> Decider) and summarise each model, within ``seconds`` of
+    model time in all when given (else ``EvaluationTooLong``)."""
     _resample_unit(resample)  # before any model runs
     start = time.perf_counter()
+    deadline = None if seconds is None else start + seconds
     reports, refs = [], []
     for name, decider in deciders.items():
-        probs = probabilities(decider, items)
+        probs = _probabilities_of(name, decider, items, deadline, seconds)
         reports.append(model_report(name, items, probs, seed=seed, resample=resample))
         if temperature:
             refs.append(temperature_reference(name, items, probs, seed=seed, resample=resample))
     return CalibrationView(reports, refs, time.perf_counter() - start)
 
 
-def probe_view(deciders: dict, items: Sequence[EvalItem], seed: int = 0) -> list[ProbeSummary]:
-    """The probe summary of each decider (name -> Decider)."""
-    return [probe_summary(name, items, probabilities(d, items), seed) for name, d in deciders.items()]
+def probe_view(deciders: dict, items: Sequence[EvalItem], seed: int = 0,
+               seconds: float | None = None) -> list[ProbeSummary]:
+    """The probe summary of each decider (name -> Decider), within ``seconds`` in all as ``evaluate``."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    return [probe_summary(name, items, _probabilities_of(name, d, items, deadline, seconds), seed)
+            for name, d in deciders.items()]
+
+
+def _probabilities_of(name: str, decider, items, deadline: float | None, seconds: float | None):
+    try:
+        return probabilities(decider, items, deadline)
+    except EvaluationTooLong as err:
+        raise EvaluationTooLong(f"{name}: {err} (budget {seconds:.0f} s)") from None

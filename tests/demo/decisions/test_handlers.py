@@ -203,6 +203,29 @@ def test_calibrate_on_natural_tickets_can_resample_whole_families(models_dir):
     assert table is None  # nothing ran, nothing shown as if it had
 
 
+def test_calibrate_on_a_public_space_stops_at_its_time_budget_and_the_tab_keeps_serving(models_dir, monkeypatch):
+    from core.decision.evaluation.evalsets import NATURAL
+
+    monkeypatch.setattr(h, "SPACE_EVALUATION_SECONDS", 0.0)
+    assert not h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False)[0]["visible"]  # one's own: no budget
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    set_err, model_err, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False)
+    assert set_err["visible"] and "tiny-a: stopped at context 0 of 10" in set_err["value"] and table is None
+    set_err, _, figure, table = h.probe(models_dir, "tiny-a", "", 20)
+    assert set_err["visible"] and "time budget" in set_err["value"] and table is None
+    monkeypatch.setattr(h, "SPACE_EVALUATION_SECONDS", 300.0)
+    assert not h.calibrate(models_dir, "tiny-a", "", NATURAL, 10, None, False)[0]["visible"]
+
+
+@pytest.mark.parametrize("size", [0, 1001, 2.5, "ten", None, float("nan"), True])
+def test_a_generated_set_of_a_size_the_slider_cannot_give_is_refused(models_dir, size):
+    from core.decision.evaluation.evalsets import NATURAL
+
+    set_err, _, note, table, *_ = h.calibrate(models_dir, "tiny-a", "", NATURAL, size, None, False)
+    assert set_err["visible"] and "the set's size must be a whole number from 1 to 1000" in set_err["value"]
+    assert table is None
+
+
 def test_calibrate_reads_another_draw_of_the_natural_tickets(models_dir):
     from core.decision.evaluation.evalsets import NATURAL
 

@@ -10,8 +10,8 @@ from core import calibration as cal
 from core.decision import Choice, Noul
 from core.decision.evaluation.evalsets import EvalItem
 from core.decision.evaluation.reports import (
-    FAMILIES, OUTSIDE, RESAMPLES, clusters_of, evaluate, fit_temperature, metrics_rows, model_report, outside_note,
-    probabilities, probe_summary, resampling_note, scale, split_contexts,
+    FAMILIES, OUTSIDE, RESAMPLES, EvaluationTooLong, clusters_of, evaluate, fit_temperature, metrics_rows,
+    model_report, outside_note, probabilities, probe_summary, probe_view, resampling_note, scale, split_contexts,
 )
 from core.decision.questions import make_answer
 from core.stats import bootstrap_mean
@@ -49,6 +49,16 @@ def test_probabilities_share_one_call_per_context():
     probs = probabilities(decider, items)
     assert decider.calls == 5 and len(probs) == 10
     assert probs[1] == [0.9, 0.1] and sum(probs[0]) == pytest.approx(1.0)
+
+
+def test_an_evaluation_past_its_time_budget_stops_naming_the_model_and_how_far_it_got():
+    items, decider = _items(5, random.Random(0))
+    assert len(evaluate({"m": decider}, items, seconds=60).reports) == 1
+    with pytest.raises(EvaluationTooLong, match=r"^m: stopped at context 0 of 5: .* \(budget 0 s\)$"):
+        evaluate({"m": decider}, items, seconds=0)
+    with pytest.raises(EvaluationTooLong, match=r"^m: stopped at context 0 of 5"):
+        probe_view({"m": decider}, items, seconds=0)
+    assert decider.calls == 5  # the budgeted runs stopped before any model call
 
 
 def test_report_numbers_are_core_calibration_numbers():
