@@ -31,6 +31,16 @@ def _name(qid: str | None, text: str) -> str:
     return f"question {short!r}"
 
 
+def _not_text(text: str) -> str | None:
+    """Why ``text`` is no Unicode text, or None: JSON's "\\ud800" decodes to a lone surrogate, which no tokenizer
+    can encode (it raised a TypeError from deep inside one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"holds a lone surrogate (\\u{ord(text[err.start]):04x}) at character {err.start + 1}, which is not text"
+    return None
+
+
 @dataclass(frozen=True)
 class Question:
     """Base of the three primitives: a question text and 2..26 single-line options."""
@@ -45,6 +55,8 @@ class Question:
         where = _name(self.qid, self.text if isinstance(self.text, str) else "")
         if not isinstance(self.text, str) or not self.text.strip():
             raise QuestionError(f"{where}: the question text is empty")
+        if why := _not_text(self.text):
+            raise QuestionError(f"{where}: the question text {why}")
         if isinstance(self.options, str) or not isinstance(self.options, Sequence):
             raise QuestionError(f"{where}: options must be a list of strings, got {type(self.options).__name__}")
         opts = tuple(self.options)
@@ -58,6 +70,8 @@ class Question:
                 raise QuestionError(f"{where}: option {i} is {type(opt).__name__}, not text")
             if not opt.strip():
                 raise QuestionError(f"{where}: option {i} is empty")
+            if why := _not_text(opt):
+                raise QuestionError(f"{where}: option {i} {why}")
             if "\n" in opt.strip() or "\r" in opt.strip():
                 raise QuestionError(f"{where}: option {i} ({opt.strip()[:30]!r}...) spans several lines")
             if opt.strip() in seen:
@@ -186,4 +200,6 @@ def render_state(state: str | Mapping[str, Any]) -> str:
         raise QuestionError(f"state must be text or an object, got {type(state).__name__}")
     if not text.strip():
         raise QuestionError("state is empty")
+    if why := _not_text(text):
+        raise QuestionError(f"the state {why}")
     return text

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from core.decision import system_one
 from core.decision.model import DecisionModel, limit_errors, question_limit, run_models
 from core.decision.questions import MAX_OPTIONS, PRIMITIVES, Choice, QuestionError, render_state
+from core.runs.episode_log import TOO_DEEP
 
 CLOSE_MARGIN = 0.10
 """Top-two probability gap below which an answer gets the "close call" badge."""
@@ -168,9 +169,14 @@ def parse_state(text: str | Mapping[str, Any] | None) -> str | dict:
             except json.JSONDecodeError as err:
                 raise QuestionError(f"the state starts with '{{' but is not valid JSON: {err.msg} at line "
                                     f"{err.lineno}, column {err.colno}") from None
+            except RecursionError:
+                raise QuestionError(f"the state is {TOO_DEEP}") from None
             if not isinstance(state, dict):
                 raise QuestionError("a JSON state must be one object {field: value}")
-    render_state(state)  # raises on an empty record
+    try:
+        render_state(state)  # raises on an empty record
+    except RecursionError:  # a record that parsed a few frames short of the limit still renders by recursion
+        raise QuestionError(f"the state is {TOO_DEEP}") from None
     return state
 
 

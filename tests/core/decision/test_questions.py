@@ -74,3 +74,14 @@ def test_render_state():
     assert render_state({"a": 1, "b": "two", "c": [1, 2]}) == "a: 1\nb: two\nc: [1, 2]"
     with pytest.raises(QuestionError, match="state is empty"):
         render_state("   ")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Choice("Which\ud800?", ["a", "b"]), r"the question text holds a lone surrogate \(\\ud800\) at character 6"),
+    (lambda: Choice("Which?", ["a", "b\udc00"]), r"option 2 holds a lone surrogate \(\\udc00\) at character 2"),
+    (lambda: render_state({"ticket": "late\ud800"}), r"the state holds a lone surrogate \(\\ud800\) at character 13"),
+])
+def test_text_no_tokenizer_can_encode_is_refused_by_name(make, message):
+    """JSON's "\\ud800" decodes to a lone surrogate; a tokenizer raised a TypeError on it from deep inside."""
+    with pytest.raises(QuestionError, match=message):
+        make()

@@ -83,6 +83,7 @@ def test_parse_state(text, expected):
     ("   \n ", "the state is empty"),
     ('{"ticket": ', "not valid JSON"),
     ("{}", "state is empty"),  # a record with no fields renders to nothing
+    ('{"a":' + "[" * 100_000, "nested too deeply"),  # json recurses once per bracket: a RecursionError
 ])
 def test_parse_state_refuses(text, message):
     with pytest.raises(QuestionError, match=message):
