@@ -118,7 +118,10 @@ def model_choices(models_dir: str):
 def model_note(models_dir: str, key: str | None) -> str:
     """The note under the picker: where the model loads from, or why it cannot and how to fix it; for a shipped model
     what it measured on committed test rows (``core.decision.evaluation.scores.measured``)."""
-    entry = lists.find_decision(models_dir or None, key)
+    try:
+        entry = lists.find_decision(models_dir or None, key)
+    except ValueError as err:  # a typed path or URL a public Space refuses, the words Ask gives it
+        return f"⚠ {inert(str(err))}"
     if entry is None:
         return "Pick a decision model." if not key else f"⚠ unknown model {inert(repr(key))}"
     found = availability.check_decision(entry)

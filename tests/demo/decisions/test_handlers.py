@@ -416,3 +416,13 @@ def test_warming_loads_the_default_once_and_says_why_it_could_not(monkeypatch, t
     assert h.warm_default("", "no-such-model").startswith("Decisions: no-such-model not loaded ahead: unknown model")
     monkeypatch.setattr(entries, "SHIPPED_DIR", tmp_path)  # nothing shipped: the packaged base through the pipeline
     assert h.warm_default("").startswith("Decisions: SmolLM2-135M-Instruct loaded ahead")
+
+
+@pytest.mark.parametrize("typed", ["../../../etc", "/etc", ".", "http://127.0.0.1:9/v1/systemone"])
+def test_the_note_on_a_public_space_refuses_a_typed_path_or_url_in_words(models_dir, monkeypatch, typed):
+    """The picker's note runs on every change: on a Space it gives the refusal Ask gives, never an exception."""
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    monkeypatch.delenv("CLARIFYLAB_ALLOW_URLS", raising=False)
+    note = h.model_note(models_dir, typed)
+    assert note.startswith("⚠ on this public Space")
+
