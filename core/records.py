@@ -8,7 +8,7 @@ edge instead of flowing on as a dict. The episode record is versioned (``EPISODE
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 Difficulty = Literal["easy", "medium", "hard"]
 Value = str | int | float
@@ -38,6 +38,20 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 """A reward or weight: any finite number (step rewards may be negative)."""
 Count = Annotated[int, Field(ge=0)]
 """A count or index: 0 or more."""
+
+
+def field_problem(exc: ValidationError) -> str:
+    """A schema error in plain words: the first bad field, what is wrong with it, how many more."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"field {loc}: {first['msg']}{more}"
+
+
+def plain_problem(err: Exception) -> str:
+    """A file's parse or schema error as a message shows it: a schema error as ``field_problem`` words it (not
+    pydantic's own text, with its types, input values and help link), any other error its message."""
+    return field_problem(err) if isinstance(err, ValidationError) else str(err)
 
 
 class _Record(BaseModel):

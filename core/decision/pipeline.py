@@ -33,12 +33,14 @@ class PipelineDecider(system_one.SystemOneModel):
         """transformers' own steps (as ``transformers serve`` runs them): answers and input tokens."""
         import torch
 
+        from jinja2 import TemplateError
+
         request = {"state": state, "questions": dict(specs)}
         try:
             with torch.no_grad():
                 inputs = self.pipe.preprocess(request)
                 answers = self.pipe.postprocess(self.pipe.forward(inputs))
-        except ValueError as err:  # e.g. labels that are not single tokens for this model
+        except (ValueError, TemplateError) as err:  # labels that are not single tokens; a chat template that refuses
             raise QuestionError(f"{self.name}: {err}") from None
         return answers, sum(int(i["input_ids"].shape[-1]) for i, _ in inputs["prompts"])
 

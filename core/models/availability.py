@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 from core.models import entries
-from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, ENDPOINT_DESIGN, GGUF_SUFFIX,
-                                 LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN, PACKAGE_INSTALL, POOLED_CARD,
-                                 POOLED_DESIGN, ROOT, SHIPPED_LETTER_ARMS, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
+from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, DECISION_HEAD,
+                                 ENDPOINT_DESIGN, GGUF_SUFFIX, LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN,
+                                 PACKAGE_INSTALL, POOLED_CARD, POOLED_DESIGN, ROOT, SHIPPED_LETTER_ARMS, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
                                  TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
                                  parse_spec, public_deployment, shown_path)
 
@@ -229,6 +229,9 @@ def check_export(path: Path, pipeline_ok: bool = False) -> Availability:
         return check_pooled(path)
     if (path / OPTION_CARD).is_file():
         return Availability(True, path, f"ready to load from {shown_path(path)} (hashes checked on load)")
+    if (path / DECISION_HEAD).is_file():  # not a chat model: the pipeline would give it a random language-model head
+        return Availability(False, None, f"{shown_path(path)} holds an export's {DECISION_HEAD} but no {DECISION_CARD}: "
+                                         "a damaged export; copy or export it again")
     if pipeline_ok and any(path.glob(f"*{GGUF_SUFFIX}")):
         return Availability(True, path, f"GGUF chat model in {shown_path(path)}, {through}")
     chat = check_folder(path) if pipeline_ok else None

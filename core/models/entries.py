@@ -61,8 +61,9 @@ TRAIN_COMMANDS = {
 SHIPPED_DECISIONS = (("decision-rlcd", "RLCD (reward c - p)"), ("decision-warmup", "warmup SFT"),
                      ("decision-rlvr", "RLVR (reward c)"), ("decision-oracle", "oracle NLL"))
 """Shipped decision exports under ``checkpoints/``, best first, with their training arm."""
-DECISION_CARD = "decision.json"
-"""The card of an rlcd-decision-only-v1 export (``core.decision.export.published.CARD_FILE``)."""
+DECISION_CARD, DECISION_HEAD = "decision.json", "decision_head.safetensors"
+"""The card and the letter head of an rlcd-decision-only-v1 export (``core.decision.export.published``'s
+``CARD_FILE`` and ``HEAD_FILE``)."""
 SHIPPED_OPTION_SCORERS = (("option-scorer", "train/option_pipeline.sh"),)
 """Shipped option scorers under ``checkpoints/``, with the command that makes them."""
 SHIPPED_POOLED = (("decision-smollm2-pooled-rlcd", "RLCD (reward c - p)"), ("decision-smollm2-pooled-warmup", "warmup NLL"),

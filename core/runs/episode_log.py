@@ -18,7 +18,7 @@ except ImportError:  # orjson is optional: the standard library reads the same J
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from core.records import EPISODE_VERSION, Episode
+from core.records import EPISODE_VERSION, Episode, field_problem
 
 
 TOO_DEEP = "nested too deeply to be a record (hundreds of brackets inside each other)"
@@ -62,14 +62,6 @@ def parse_line(text: str, where: str) -> Episode:
         return Episode.model_validate(obj)
     except ValidationError as exc:
         raise EpisodeLogError(f"{where}: {field_problem(exc)}") from None
-
-
-def field_problem(exc: ValidationError) -> str:
-    """A schema error in plain words: the first bad field, what is wrong with it, how many more."""
-    first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(record)"
-    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"field {loc}: {first['msg']}{more}"
 
 
 def iter_lines(stream: IO[str], name: str) -> Iterable[tuple[str, str]]:

@@ -28,6 +28,7 @@ from core.decision.prompt import letter_token_ids
 from core.decision.rotation import checked
 from core.decision.softening import Softening, SofteningError, StateTemperature
 from core.models.entries import ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS
+from core.records import plain_problem
 
 FORMAT = "clarifylab-decision-adapter-v1"
 SOFTENING_FILE = "softening.safetensors"
@@ -141,7 +142,7 @@ def read_base_card(directory: Path, card_file: str, schema: type[BaseModel], fmt
     try:
         card = schema.model_validate(json.loads(path.read_text()))
     except (OSError, ValueError, ValidationError) as err:
-        raise error(f"{path.name} of {directory.name} is malformed: {err}") from None
+        raise error(f"{path.name} of {directory.name} is malformed: {plain_problem(err)}") from None
     if card.format != fmt:
         raise error(f"{path.name}: format {card.format!r}, expected {fmt!r}")
     for name in required:

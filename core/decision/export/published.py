@@ -29,6 +29,8 @@ from core.decision.data.store import sha256_file
 from core.decision.decider import Decider, Limits
 from core.decision.prompt import LETTER_TOKENS, LETTERS, encode, letter_token_ids
 from core.decision.readout import MASKED_LOGIT
+from core.models.entries import shown_path
+from core.records import plain_problem
 
 FORMAT = "rlcd-decision-only-v1"
 MODEL_FILE, HEAD_FILE, CARD_FILE = "model.safetensors", "decision_head.safetensors", "decision.json"
@@ -203,7 +205,7 @@ def read_card(directory: Path) -> tuple[DecisionCard, str, str, str]:
             raw = dict(raw, letter_ids=raw.pop("letter_token_ids"), head_file=LEGACY_ROWS)
         card = DecisionCard.model_validate(raw)
     except (ValueError, ValidationError) as err:
-        raise DecisionExportError(f"{path} is malformed: {err}") from None
+        raise DecisionExportError(f"{shown_path(path)} is malformed: {plain_problem(err)}") from None
     if card.format != FORMAT:
         raise DecisionExportError(f"{path}: format {card.format!r}, expected {FORMAT!r}")
     if Path(card.head_file).name != card.head_file:

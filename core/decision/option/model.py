@@ -25,6 +25,8 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from core.decision.data.store import sha256_file
 from core.decision.export.published import portable_tokenizer_config, state_mismatch
+from core.models.entries import shown_path
+from core.records import plain_problem
 
 FORMAT = "clarifylab-option-scorer-v1"
 BODY_FILE, HEADS_FILE, CARD_FILE = "body.safetensors", "heads.safetensors", "option_model.json"
@@ -176,7 +178,7 @@ def read_option_card(directory: Path) -> OptionCard:
     try:
         card = OptionCard.model_validate_json(path.read_text())
     except ValidationError as err:
-        raise OptionModelError(f"{path} is malformed: {err}") from None
+        raise OptionModelError(f"{shown_path(path)} is malformed: {plain_problem(err)}") from None
     if card.format != FORMAT:
         raise OptionModelError(f"{path}: format {card.format!r}, expected {FORMAT!r}")
     if any(t <= 0 or not math.isfinite(t) for t in card.settings.temperature.values()):

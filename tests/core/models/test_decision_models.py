@@ -124,3 +124,25 @@ def test_an_option_scorer_folder_loads_strictly_and_is_asked_as_an_option_decide
     with pytest.raises(OptionModelError, match="sha256"):
         open_decider(local, copy)
     assert "my-scorer" not in {e.key for e in discover_local(copy.parent, "policy")}  # not a policy
+
+
+def test_a_damaged_export_says_so_in_plain_words(models_dir, tmp_path):
+    """An export without its card is not offered as a chat model (the pipeline would give it a random language
+    head and its template refuses), and a malformed card is named field by field, not in pydantic's own text."""
+    import shutil
+
+    from core.decision.export.published import load_decider
+    from core.models.availability import check_export
+
+    no_card = tmp_path / "no-card"
+    shutil.copytree(models_dir / "tiny-a", no_card)
+    (no_card / "decision.json").unlink()
+    found = check_export(no_card, pipeline_ok=True)
+    assert not found.ok and "holds an export's decision_head.safetensors but no decision.json" in found.message
+    bad_card = tmp_path / "bad-card"
+    shutil.copytree(models_dir / "tiny-a", bad_card)
+    (bad_card / "decision.json").write_text("[1, 2]")
+    with pytest.raises(ValueError) as err:
+        load_decider(bad_card)
+    assert "decision.json is malformed: field (record): Input should be a valid dictionary" in str(err.value)
+    assert "pydantic" not in str(err.value) and "input_value" not in str(err.value)
