@@ -65,6 +65,8 @@ def item_from_row(row: Any) -> EvalItem:
 def _label_index(label: Any, options: tuple[str, ...]) -> int:
     if isinstance(label, bool):
         label = "true" if label else "false"
+    if isinstance(label, str) and label.strip() not in options and label.strip().isdigit():
+        label = int(label.strip())  # a CSV cell is text: "0" is the index the format allows, unless an option is "0"
     if isinstance(label, int):
         if not 0 <= label < len(options):
             raise EvalSetError(f"label {label} is outside 0..{len(options) - 1} (there are {len(options)} options)")

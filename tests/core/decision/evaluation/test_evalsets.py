@@ -36,6 +36,17 @@ def test_csv_rows_match_jsonl():
         (("billing", "security", "None of the above"), 0), (("true", "false"), 1)]
 
 
+def test_a_csv_label_is_an_option_or_else_its_0_based_index():
+    """A CSV cell is text: "1" names the option "1" when there is one, else the index the format allows."""
+    csv = ("state,question,options,label\n"
+           "s,Which team?,billing|security,1\n"
+           "s,How many?,0|1|2,1\n"
+           "s,Which team?,billing|security,0\n")
+    assert [it.label for it in parse_upload("set.csv", csv)] == [1, 1, 0]
+    with pytest.raises(EvalSetError, match="line 2: label 2 is outside 0..1"):
+        parse_upload("set.csv", "state,question,options,label\ns,Which team?,billing|security,2\n")
+
+
 def _bad(line2: dict) -> str:
     return _jsonl([GOOD[0], line2])
 
