@@ -151,8 +151,14 @@ def state_preview(text: str):
 
 
 def load_example(name: str):
-    """State text, rows shown, and every builder field of the example called ``name``."""
-    ex = examples.find_example(name)
+    """State text, rows shown, and every builder field of the example called ``name`` (no name: the picker was
+    cleared, so the builder stays as it is; an unknown name is refused naming the examples)."""
+    if not name:
+        return [gr.update()] * (2 + 4 * MAX_QUESTIONS)
+    try:
+        ex = examples.find_example(name)
+    except KeyError as err:
+        raise gr.Error(inert(err.args[0]), print_exception=False) from None
     values: list = []
     for i in range(MAX_QUESTIONS):
         row = ex.rows[i] if i < len(ex.rows) else builder.QuestionRow("choice", "", "")
@@ -260,6 +266,9 @@ def score_api(models_dir: str, model: str, state: str | dict, questions: dict | 
     """
     if not isinstance(state, (str, dict)):
         raise gr.Error(f"state must be text or a JSON object (field: value), got {type(state).__name__}",
+                       print_exception=False)
+    if not isinstance(model, str):
+        raise gr.Error(f"model must be a picker key, a folder or a URL, got {type(model).__name__}",
                        print_exception=False)
     deciders, errors = pick(CACHE, models_dir or None, {"model": model})
     if errors or not deciders:

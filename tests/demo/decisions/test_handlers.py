@@ -426,3 +426,12 @@ def test_the_note_on_a_public_space_refuses_a_typed_path_or_url_in_words(models_
     note = h.model_note(models_dir, typed)
     assert note.startswith("⚠ on this public Space")
 
+
+def test_an_api_caller_gets_words_for_a_model_or_example_that_is_no_name(models_dir):
+    with pytest.raises(gr.Error, match="model must be a picker key, a folder or a URL, got int"):
+        h.score_api(models_dir, 5, "a ticket", {"q": {"type": "noul", "instructions": "Page now?"}})
+    with pytest.raises(gr.Error, match="no example called 'Tomorrow'; examples: "):
+        h.load_example("Tomorrow")
+    cleared = h.load_example(None)  # the picker cleared: every builder field stays as it is
+    assert len(cleared) == 2 + 4 * h.MAX_QUESTIONS and all(u == gr.update() for u in cleared)
+
