@@ -18,10 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.clarify.environment import ClarifyEnv
-from core.runs.episode_log import (ENCODING, TOO_DEEP, EpisodeLogError, LogReport, field_problem, read_episodes,
-                                   write_episodes)
+from core.runs.episode_log import ENCODING, TOO_DEEP, EpisodeLogError, LogReport, read_episodes, write_episodes
 from core.clarify.families import FAMILIES, MAX_STEPS, RUBRIC_WEIGHTS, TITLES
-from core.records import Count, Episode, Recorded, RewardBreakdown, Scenario, Unit, Value
+from core.records import Count, Episode, Recorded, RewardBreakdown, Scenario, Unit, Value, field_problem, plain_problem
 from core.clarify.scenarios import generate_scenario
 from core.clarify.toolcalls import parse_tool_call
 
@@ -128,9 +127,7 @@ def convert_traces(items: Any, name: str, *, keep_valid: bool = False) -> LogRep
 
 def _problem(exc: Exception) -> str:
     """Why a trace record could not be read, in words (never a pydantic dump or a recursion trace)."""
-    if isinstance(exc, ValidationError):
-        return field_problem(exc)
-    return TOO_DEEP if isinstance(exc, RecursionError) else str(exc)
+    return TOO_DEEP if isinstance(exc, RecursionError) else plain_problem(exc)
 
 
 def renumber_repeats(report: LogReport, note: bool = True) -> LogReport:
