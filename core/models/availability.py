@@ -17,9 +17,9 @@ from pathlib import Path
 from core.models import entries
 from core.models.entries import (ADAPTER_CONFIG, ADAPTER_DESIGN, ADAPTER_WEIGHTS, DECISION_CARD, DECISION_HEAD,
                                  ENDPOINT_DESIGN, GGUF_SUFFIX, LETTER_DESIGN, OPTION_CARD, OPTION_DESIGN, PIPELINE_DESIGN,
-                                 PACKAGE_INSTALL, POOLED_CARD, POOLED_DESIGN, ROOT, SHIPPED_LETTER_ARMS, SHIPPED_OPTION_SCORERS, SHIPPED_POOLED,
-                                 TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES, Availability, Kind, ModelEntry,
-                                 parse_spec, public_deployment, shown_path)
+                                 PACKAGE_INSTALL, POOLED_CARD, POOLED_DESIGN, ROOT, SHIPPED_LETTER_ARMS,
+                                 SHIPPED_OPTION_SCORERS, SHIPPED_POOLED, TOKENIZER_FILES, TRAIN_COMMANDS, WEIGHT_FILES,
+                                 Availability, Kind, ModelEntry, parse_spec, public_deployment, shown_path)
 
 REMOTE_CODE = "needs custom modeling code (trust_remote_code); the app does not run remote code"
 
