@@ -179,13 +179,18 @@ def draw_of(value) -> int:
     same held-out families shows how far a figure moves (results/smollm2_decision/heldout_rl/rule.md)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0
+    if (number := _whole(value, 0, MAX_DRAW)) is None:
+        raise EvalSetError(f"draw must be a whole number from 0 to {MAX_DRAW}; got {str(value)[:40]!r}")
+    return number
+
+
+def _whole(value, low: int, high: int) -> int | None:
+    """``value`` as a whole number in ``low..high`` (a form's 10.0 included, a boolean not), else None."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        number = float("nan")
-    if not (number.is_integer() and 0 <= number <= MAX_DRAW) or isinstance(value, bool):
-        raise EvalSetError(f"draw must be a whole number from 0 to {MAX_DRAW}; got {str(value)[:40]!r}")
-    return int(number)
+        return None
+    return int(number) if number.is_integer() and low <= number <= high and not isinstance(value, bool) else None
 
 
 SPLIT, NATURAL, PROBE, UPLOAD = "our test split", "natural tickets (held-out families)", "known-posterior probe", "uploaded file"
@@ -199,13 +204,9 @@ MAX_CONTEXTS = 1000
 
 def count_of(value) -> int:
     """A generated set's size from a form or API value: a whole number 1..``MAX_CONTEXTS``."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not (number.is_integer() and 1 <= number <= MAX_CONTEXTS) or isinstance(value, bool):
+    if (number := _whole(value, 1, MAX_CONTEXTS)) is None:
         raise EvalSetError(f"the set's size must be a whole number from 1 to {MAX_CONTEXTS}; got {str(value)[:40]!r}")
-    return int(number)
+    return number
 
 
 def load_items(source: str, contexts, upload: str | None = None, seed: int = 0) -> list[EvalItem]:
