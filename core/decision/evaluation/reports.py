@@ -338,7 +338,7 @@ class CalibrationView:
 def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0,
              resample: str = CONTEXTS, seconds: float | None = None) -> CalibrationView:
     """Score ``items`` under each decider (name -> Decider) and summarise each model, within ``seconds`` of
-    model time in all when given (else ``EvaluationTooLong``)."""
+    wall time in all when given (else ``EvaluationTooLong``)."""
     _resample_unit(resample)  # before any model runs
     start = time.perf_counter()
     deadline = None if seconds is None else start + seconds
