@@ -28,8 +28,9 @@ from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
 SPACE_EVALUATION_SECONDS = float(os.environ.get("CLARIFYLAB_EVALUATION_SECONDS", 300))
-"""On a public Space, the wall time one Evaluate (or probe) may take reading its rows: each tab event serves one visitor at a time, so one
-upload of 5,000 long rows read in every order (hours on a real body) would hold everyone else's Evaluate."""
+"""On a public Space, the wall time one Evaluate (or probe) may take reading its rows: each tab event serves one
+visitor at a time, so one upload of 5,000 long rows read in every order (hours on a real body) would hold everyone
+else's Evaluate."""
 CHOICE_ORDERS = {"as each model reads them": None, "every cyclic order (letter readouts)": "cyclic"}
 """The Calibration view's ways to read a choice (``core.decision.rotation``): a model's own, or every cyclic order of
 its options with the readings averaged (a letter readout only)."""
