@@ -54,6 +54,16 @@ def plain_problem(err: Exception) -> str:
     return field_problem(err) if isinstance(err, ValidationError) else str(err)
 
 
+def text_problem(text: str) -> str | None:
+    """Why ``text`` is no Unicode text, or None: JSON's "\\ud800" decodes to a lone surrogate, which no tokenizer,
+    JSON writer or table can encode (each raised from deep inside)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"holds a lone surrogate (\\u{ord(text[err.start]):04x}) at character {err.start + 1}, which is not text"
+    return None
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from core.records import text_problem
+
 MIN_OPTIONS, MAX_OPTIONS = 2, 26
 PRIMITIVES = ("choice", "score", "noul")
 
@@ -29,16 +31,6 @@ def _name(qid: str | None, text: str) -> str:
         return f"question {qid!r}"
     short = text.strip()[:40] + ("..." if len(text.strip()) > 40 else "")
     return f"question {short!r}"
-
-
-def _not_text(text: str) -> str | None:
-    """Why ``text`` is no Unicode text, or None: JSON's "\\ud800" decodes to a lone surrogate, which no tokenizer
-    can encode (it raised a TypeError from deep inside one)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        return f"holds a lone surrogate (\\u{ord(text[err.start]):04x}) at character {err.start + 1}, which is not text"
-    return None
 
 
 @dataclass(frozen=True)
@@ -55,7 +47,7 @@ class Question:
         where = _name(self.qid, self.text if isinstance(self.text, str) else "")
         if not isinstance(self.text, str) or not self.text.strip():
             raise QuestionError(f"{where}: the question text is empty")
-        if why := _not_text(self.text):
+        if why := text_problem(self.text):
             raise QuestionError(f"{where}: the question text {why}")
         if isinstance(self.options, str) or not isinstance(self.options, Sequence):
             raise QuestionError(f"{where}: options must be a list of strings, got {type(self.options).__name__}")
@@ -70,7 +62,7 @@ class Question:
                 raise QuestionError(f"{where}: option {i} is {type(opt).__name__}, not text")
             if not opt.strip():
                 raise QuestionError(f"{where}: option {i} is empty")
-            if why := _not_text(opt):
+            if why := text_problem(opt):
                 raise QuestionError(f"{where}: option {i} {why}")
             if "\n" in opt.strip() or "\r" in opt.strip():
                 raise QuestionError(f"{where}: option {i} ({opt.strip()[:30]!r}...) spans several lines")
@@ -200,6 +192,6 @@ def render_state(state: str | Mapping[str, Any]) -> str:
         raise QuestionError(f"state must be text or an object, got {type(state).__name__}")
     if not text.strip():
         raise QuestionError("state is empty")
-    if why := _not_text(text):
+    if why := text_problem(text):
         raise QuestionError(f"the state {why}")
     return text

@@ -33,7 +33,7 @@ from core.clarify.user_sim import match_field, normalise_question
 from core.live.streaming import GenerationSettings, TurnTiming
 from core.models.entries import ModelEntry, public_deployment, shown_path
 from core.models.lists import AGENT_PREFIX
-from core.records import Episode, Generation, Scenario, ToolCall
+from core.records import Episode, Generation, Scenario, ToolCall, text_problem
 from core.runs.session_runs import SESSIONS_DIR, prune
 from core.runs.summary import summarize, write_run
 from core.runs.transcripts import chat_messages, fenced, inert, turn_messages
@@ -280,6 +280,8 @@ def answer_question(session: LiveSession, text: str) -> LiveSession:
         raise LiveError("there is no question waiting for an answer")
     if not isinstance(text, str) or not text.strip():
         raise LiveError("type an answer first")
+    if why := text_problem(text):  # the model's next turn could not tokenize it: the episode would be lost
+        raise LiveError(f"the answer {why}")
     if len(text.strip()) > MAX_ANSWER_CHARS:
         raise LiveError(f"answers are limited to {MAX_ANSWER_CHARS} characters (yours has {len(text.strip())}): "
                         "the shipped models learnt from the simulated user's answers, all under 70, and lose "
@@ -314,6 +316,8 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
         raise LiveError("the episode has ended: start a new one")
     if not isinstance(text, str):
         raise LiveError(f"{tool} takes text, got {type(text).__name__}")
+    if why := text_problem(text):
+        raise LiveError(f"the {'plan' if tool == 'propose_plan' else 'question'} {why}")
     if tool == "ask_question":
         if not text.strip():
             raise LiveError("type a question first")
@@ -328,6 +332,8 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
         plan, error = parse_plan(text, session.env.rubric)
         if plan is None:
             raise LiveError(f"the plan must be a JSON object such as {{\"date\": \"today\"}}: {error}")
+        if why := text_problem(json.dumps(plan, ensure_ascii=False)):  # a JSON escape such as "\\ud800"
+            raise LiveError(f"the plan, read as JSON, {why}")
         call = ToolCall(name=tool, arguments={"plan": text.strip()})
     elif tool == "get_task_info":
         call = ToolCall(name=tool, arguments={})

@@ -233,6 +233,25 @@ def test_overlong_visitor_text_is_refused_with_the_reason(tiny):
         agent_move(start("agent", SCENARIO), "ask_question", "why? " * 1000)
 
 
+def test_visitor_text_that_is_not_text_is_refused_and_the_episode_goes_on(tiny):
+    """A lone surrogate (what JSON's "\\ud800" decodes to) in an answer once broke every later turn of the
+    episode (the tokenizer raised); in a plan it broke the end panel after the run was written."""
+    texts = [call("ask_question", question=revealing_question(list(SCENARIO.hidden_profile)[0],
+                                                              tuple(SCENARIO.hidden_profile), "v1"))]
+    session = play(start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
+    with pytest.raises(LiveError, match=r"the answer holds a lone surrogate \(\\ud800\) at character 11"):
+        answer_question(session, "next week \ud800")
+    assert session.pending is not None and answer_question(session, "next week").env.turns[-1].result["answer"]
+    agent = start("agent", SCENARIO)
+    with pytest.raises(LiveError, match="the question holds a lone surrogate"):
+        agent_move(agent, "ask_question", "When\udc00?")
+    with pytest.raises(LiveError, match="the plan holds a lone surrogate"):
+        agent_move(agent, "propose_plan", '{"date": "x\ud800"}')
+    with pytest.raises(LiveError, match=r"the plan, read as JSON, holds a lone surrogate"):
+        agent_move(agent, "propose_plan", '{"date": "x\\ud800"}')
+    assert not agent.done and agent_move(agent, "propose_plan", '{"date": "x"}').done
+
+
 @contextmanager
 def counting_forward_without_eos(lm, tokenizer):
     """Count forward passes, and forbid end-of-turn tokens so only a stop can end the turn."""
