@@ -39,10 +39,23 @@ def confined_entry(path: str, models_dir: str | Path | None, kind: Kind = "polic
     root = Path(models_dir).resolve()
     if Path(path).is_absolute() or path.startswith("~"):
         raise ValueError(CONFINED)
-    target = (root / path).resolve()
-    if not target.is_relative_to(root) or target == root or not target.is_dir():
+    try:  # a name too long for the file system, a NUL or a lone surrogate: the same refusal, naming nothing
+        target = (root / path).resolve()
+        inside = target.is_relative_to(root) and target != root and target.is_dir()
+    except (OSError, ValueError):
+        inside = False
+    if not inside:
         raise ValueError(CONFINED)
     return local_entry(target, kind, key=path)
+
+
+def is_existing_path(text: str) -> bool:
+    """Does the typed ``text`` name something on disk? False, not an error, for text no file system takes (a part
+    over 255 bytes raised ENAMETOOLONG out of the pickers)."""
+    try:
+        return Path(text).expanduser().exists()
+    except (OSError, ValueError):
+        return False
 
 
 def discover_local(models_dir: str | Path, kind: Kind = "policy", taken: set[str] = frozenset()) -> list[ModelEntry]:
@@ -106,7 +119,7 @@ def typed_entry(key: str, models_dir: str | Path | None = None) -> ModelEntry | 
     if public and ("/" in key or key.startswith((".", "~"))) and cached_snapshot(key) is None:
         entry = confined_entry(key, models_dir, "decision")
         return ModelEntry(key, "decision", "local", entry.location, note="typed folder")
-    if Path(key).expanduser().exists() and not public:
+    if is_existing_path(key) and not public:
         return ModelEntry(key, "decision", "local", str(Path(key).expanduser()), note="typed folder")
     if key.count("/") == 1 and cached_snapshot(key) is not None:
         return ModelEntry(key, "decision", "hub", key, note="cached hub model")
@@ -155,7 +168,7 @@ def find_entry(key: str, listed: list[ModelEntry]) -> ModelEntry:
     for entry in listed:
         if entry.key == key:
             return entry
-    if key and Path(key).expanduser().exists():
+    if key and is_existing_path(key):
         return local_entry(key)  # a typed path: keyed by what was typed
     raise KeyError(f"unknown model {key!r}: pick one from the list or type a folder path that exists")
 

@@ -8,6 +8,7 @@ model checks it after every token, and the generator itself reports the stopped 
 generator (a closed tab) stops the model the same way.
 """
 
+import math
 import threading
 from html import escape
 
@@ -176,12 +177,32 @@ def _inputs(session: live_session.LiveSession | None):
     return gr.update(visible=user), gr.update(visible=agent)
 
 
+def _number(value, field: str, whole: bool = True, blank: int | None = None) -> int | float:
+    """A number box's value: ``blank`` when the box was cleared (else refused), a finite number, whole unless
+    ``whole`` is False; anything else is a LiveError naming the box (int(None) and int(inf) raised out of Start)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if blank is None:
+            raise live_session.LiveError(f"{field} is empty: type a number")
+        return blank
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or (whole and not number.is_integer()):
+        kind = "a whole number" if whole else "a finite number"
+        raise live_session.LiveError(f"{field} must be {kind}; got {str(value)[:40]!r}")
+    return int(number) if whole else number
+
+
 def start(session, replays_dir, models_dir, key, path, mode, source, family, difficulty, seed, heldout,
           rubric, temperature, max_new_tokens, sample_seed, int8):
     """Start button: a new episode in this session (the model is loaded by ``play``)."""
     try:
-        settings = GenerationSettings(float(temperature), int(max_new_tokens), int(sample_seed), bool(int8))
-        scenario = live_session.pick_scenario(source, family, difficulty, int(seed or 0), int(heldout or 0))
+        settings = GenerationSettings(_number(temperature, "temperature", whole=False),
+                                      _number(max_new_tokens, "max new tokens"),
+                                      _number(sample_seed, "the sampling seed", blank=0), bool(int8))
+        scenario = live_session.pick_scenario(source, family, difficulty, _number(seed, "the scenario seed", blank=0),
+                                              _number(heldout, "the held-out index", blank=0))
         entry = None if mode == "agent" else lists.policy_entry(models_dir, key, path, public=PUBLIC)
         session = live_session.start(mode, scenario, rubric, entry, settings, previous=session)
     except (live_session.LiveError, KeyError, ValueError) as exc:

@@ -272,3 +272,35 @@ def test_a_cued_source_picks_rubric_v3_and_leaving_it_picks_v1():
     assert h.rubric_for("generated", "v3") == "v1"
     assert h.rubric_for("heldout", "v2") == {"__type__": "update"}  # the visitor's pick stays
     assert set(h.SOURCES) == set(__import__("core.live.session", fromlist=["SOURCES"]).SOURCES)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("sample_seed", None, None),  # a cleared sampling-seed box is the default seed, as the scenario seed's is
+    ("seed", None, None),
+    ("max_new_tokens", None, "max new tokens is empty: type a number"),
+    ("temperature", None, "temperature is empty: type a number"),
+    ("seed", float("inf"), "the scenario seed must be a whole number; got 'inf'"),
+    ("heldout", float("inf"), "the held-out index must be a whole number; got 'inf'"),
+    ("sample_seed", float("nan"), "the sampling seed must be a whole number; got 'nan'"),
+    ("max_new_tokens", 2.5, "max new tokens must be a whole number; got '2.5'"),
+    ("temperature", float("inf"), "temperature must be a finite number; got 'inf'"),
+])
+def test_start_reads_each_number_box_or_names_it(models_dir, tmp_path, field, value, message):
+    """A cleared or infinite number once raised out of Start (int(None), int(inf)); each box is named now."""
+    out = start(tmp_path, models_dir, **{field: value})
+    if message is None:
+        assert out["session"] is not None and "⚠️" not in out["status"]
+    else:
+        assert out["status"] == f"⚠️ {message}" and out["session"] is None
+
+
+def test_a_typed_name_no_file_system_takes_is_no_model(models_dir, tmp_path, monkeypatch):
+    """A path part over 255 bytes raised ENAMETOOLONG out of the note, the token budget and Start."""
+    long = "x" * 300
+    assert "unknown model" in h.describe_model(str(models_dir), long, "")
+    assert "⚠️" in start(tmp_path, models_dir, key=long)["status"]
+    monkeypatch.setattr(h, "PUBLIC", True)
+    monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
+    for typed in (long, "a\x00b", "a\ud800b"):  # one refusal on a Space, naming no position or server path
+        status = start(tmp_path, models_dir, key="", path=typed)["status"]
+        assert "only folders inside the models folder" in status and "position" not in status, status
