@@ -46,6 +46,9 @@ SOURCES = ("generated", "cued", "heldout")
 FAMILY_SEARCH_LIMIT = 10_000
 """How many seeds past the given one to scan for a scenario of the chosen family."""
 _SESSION_ID = re.compile(r"^live-[0-9a-f]{12}$")
+SESSION_EPISODES = 100
+"""Episodes one session (one saved run) holds: every move copies the session and every save rewrites its run, so
+3,000 episodes in one made each move take a second and the run 48 MB, past the session-runs folder's byte bound."""
 
 
 class LiveError(ValueError):
@@ -192,7 +195,8 @@ def pick_scenario(source: str, family: str, difficulty: str, seed: int, heldout_
 
 def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry | None = None,
           settings: GenerationSettings = GenerationSettings(), previous: "LiveSession | None" = None) -> LiveSession:
-    """A new episode; the session (id, finished episodes) carries over from ``previous``."""
+    """A new episode; the session (id, finished episodes) carries over from ``previous`` unless the rubric changed
+    or it holds ``SESSION_EPISODES``: then a new session (and run) begins, and the page still owns the old run."""
     if mode not in MODES:
         raise LiveError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     if mode != "agent" and entry is None:
@@ -203,7 +207,8 @@ def start(mode: Mode, scenario: Scenario, rubric: str = "v1", entry: ModelEntry 
                         "with v1 or v2")
     entry = entry if mode != "agent" else None
     env = (HumanUserEnv if mode == "user" else ClarifyEnv)(scenario, rubric)
-    keep = previous if previous is not None and previous.env.rubric == rubric else None
+    keep = (previous if previous is not None and previous.env.rubric == rubric
+            and len(previous.episodes) < SESSION_EPISODES else None)
     owned = previous.owned_runs if previous is not None else ()
     return LiveSession(session_id=keep.session_id if keep else new_session_id(), mode=mode, entry=entry,
                        model_label=_label(entry), settings=settings,

@@ -139,6 +139,18 @@ def test_next_episode_keeps_the_session_run(tmp_path):
     assert again.owned_runs == (second.run_name, third.run_name)  # each run once
 
 
+def test_a_full_session_begins_a_new_run_and_the_page_keeps_the_old(monkeypatch):
+    """A session holds at most SESSION_EPISODES (every move copies it, every save rewrites its run)."""
+    from core.live import session as live
+
+    monkeypatch.setattr(live, "SESSION_EPISODES", 2)
+    first = agent_move(start("agent", SCENARIO), "propose_plan", "{}")
+    full = agent_move(start("agent", SCENARIO, previous=first), "propose_plan", "{}")
+    fresh = start("agent", SCENARIO, previous=full)
+    assert len(full.episodes) == 2 and fresh.episodes == [] and fresh.session_id != full.session_id
+    assert fresh.owned_runs == (full.run_name,)  # Open in Replays still finds all of the full run
+
+
 def test_a_huge_plan_is_refused_at_once_and_writes_nothing(tmp_path):
     session = start("agent", SCENARIO)
     plan = json.dumps({"notes": "x" * 5_000_000})
