@@ -11,6 +11,7 @@ question that cannot fit the token limits is refused (400) before it is tokenize
 """
 
 import argparse
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +21,16 @@ import core.decision.auto_model  # noqa: F401  registers our folders as decision
 
 MAX_BODY_BYTES = 1 << 20
 """Default cap on one request body (1 MiB: 64 questions of 448 tokens and a full state fit many times)."""
+MAX_NESTING = 32
+"""Deepest bracket nesting a request body may have (a System One request with a record state is 4-5 deep)."""
+CLOSED_PATHS = ("/reset",)
+"""transformers serve's routes this server closes: ``/reset`` unloads the models, the one pinned model included."""
 
 
 class BodyLimit:
     """ASGI middleware: a body over ``max_bytes`` is answered 413 naming the cap; the body is read
-    before the app sees it and at most the cap of it is kept, so a larger one is never held whole."""
+    before the app sees it and at most the cap of it is kept, so a larger one is never held whole. A closed
+    route (``CLOSED_PATHS``) is answered 403 and a body nested past ``MAX_NESTING`` 400, each in words."""
 
     def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
         self.app, self.max_bytes = app, max_bytes
@@ -42,7 +48,14 @@ class BodyLimit:
             body = body + chunk if seen <= self.max_bytes else b""
             more = message.get("more_body", False)
         if seen > self.max_bytes:
-            return await self._refuse(scope, send)
+            return await _answer(scope, send, 413, f"request body too large: the limit is {self.max_bytes:,} bytes "
+                                                  "(--max-body-bytes)")
+        if scope.get("path") in CLOSED_PATHS:
+            return await _answer(scope, send, 403, f"{scope['path']} is closed: this server serves one pinned model, "
+                                                  "and any client could unload it for every other")
+        if (depth := nesting(body)) > MAX_NESTING:
+            return await _answer(scope, send, 400, f"the request is nested {depth} levels deep; at most {MAX_NESTING} "
+                                                  "(a System One request is a few levels deep)")
         replayed = False
 
         async def replay():
@@ -54,11 +67,26 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
-    async def _refuse(self, scope, send) -> None:
-        from starlette.responses import JSONResponse
 
-        detail = f"request body too large: the limit is {self.max_bytes:,} bytes (--max-body-bytes)"
-        await JSONResponse({"detail": detail}, status_code=413)(scope, None, send)
+
+async def _answer(scope, send, status: int, detail: str) -> None:
+    from starlette.responses import JSONResponse
+
+    await JSONResponse({"detail": detail}, status_code=status)(scope, None, send)
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def nesting(body: bytes) -> int:
+    """How deep a JSON body's brackets nest (brackets inside strings do not count); any other body reads 0 deep.
+    A state 800 arrays deep passed the body cap, then the model process's pickling recursed: the request hung."""
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_STRING.sub(b"", body)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from core.decision import system_one
 from core.decision.endpoint import EndpointError, SystemOneEndpoint
 from core.decision.export.published import load_decider
 from core.decision.pooled import PooledHead, load_pooled
-from core.decision.serve import serve
+from core.decision.serve import MAX_NESTING, BodyLimit, nesting, serve
 from tests.fixtures.served_export import served, served_process
 from tests.fixtures.tiny_adapter_arm import build_tiny_llama, save_tiny_pooled
 from tests.fixtures.tiny_decision import export_tiny
@@ -100,3 +100,27 @@ def test_huge_requests_are_refused_fast_without_memory_growth(tmp_path):
         elapsed = time.monotonic() - start
         assert big.status_code == 400 and "more than 1536 tokens can hold" in big.text
         assert elapsed < 10.0 and _rss_bytes(proc.pid) - before < 400 * 2**20
+
+
+def test_the_guard_closes_reset_and_refuses_deep_nesting_in_words():
+    """What reaches transformers serve: not /reset (any client could unload the pinned model for all others) and not
+    a body nested past MAX_NESTING (an 800-deep state hung its request in the model process's pickling)."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    async def echo(request):
+        return JSONResponse({"got": len(await request.body())})
+
+    app = Starlette(routes=[Route("/v1/systemone", echo, methods=["POST"]), Route("/reset", echo, methods=["POST"])])
+    client = TestClient(BodyLimit(app, max_bytes=4096))
+    passed = client.post("/v1/systemone", json=REQUEST)  # a System One request reaches the app whole
+    assert passed.status_code == 200 and passed.json()["got"] == len(passed.request.content)
+    closed = client.post("/reset")
+    assert closed.status_code == 403 and "/reset is closed" in closed.json()["detail"]
+    deep = client.post("/v1/systemone", content=b'{"state": ' + b"[" * 800 + b"]" * 800 + b"}")
+    assert deep.status_code == 400 and f"nested 801 levels deep; at most {MAX_NESTING}" in deep.json()["detail"]
+    assert nesting(b'{"state": "[[[[ {{ inside a string", "q": {"a": [1]}}') == 3 and nesting(b"not json") == 0
+    assert client.post("/v1/systemone", content=b"x" * 5000).status_code == 413
+
