@@ -20,9 +20,11 @@ import time
 from typing import Any, Sequence
 
 from core.clarify.agent import TOOL_SCHEMAS
-from core.clarify.rubrics import VERSIONS, RubricVersion
+from core.clarify.rubrics import RubricVersion
 from core.clarify.service import ClarifySession, published_result
 
+SERVED_RUBRICS = ("v1", "v2")
+"""The rubrics the service scores with (v3 scores cued requests, which it does not serve)."""
 MAX_SESSIONS = 64
 """Default cap on concurrent sessions; one more connection is refused with CAPACITY_REACHED."""
 MAX_MESSAGE_BYTES = 1 << 20
@@ -176,8 +178,9 @@ def list_tools(tool_cls: type) -> list:
 def create_service_app(rubric: RubricVersion = "v1", *, max_sessions: int = MAX_SESSIONS,
                        session_timeout_s: float | None = SESSION_TIMEOUT_S):
     """The FastAPI app openenv-core builds around our environment (``/ws``, ``/health``, ...)."""
-    if rubric not in VERSIONS:
-        raise ValueError(f"unknown rubric version {rubric!r}; expected v1 or v2")
+    if rubric not in SERVED_RUBRICS:
+        raise ValueError(f"unknown rubric version {rubric!r}; expected v1 or v2 (v3 scores cued requests, which the "
+                         "service does not serve)")
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
     *_, mcp_types, types, create_app, _ = _openenv()
@@ -254,7 +257,7 @@ def run(config) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m core.clarify.serve",
                                 description="Serve the clarify environment over OpenEnv (WebSocket /ws).")
-    p.add_argument("--rubric", choices=VERSIONS, default="v1", help="v1: the published behaviour; v2: corrected")
+    p.add_argument("--rubric", choices=SERVED_RUBRICS, default="v1", help="v1: the published behaviour; v2: corrected")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0 for other machines)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, help="concurrent sessions allowed")

@@ -52,7 +52,10 @@ def resolve_scenario(task_id: object = None, seed: object = None, rng: random.Ra
     if match is None:
         raise ValueError(f"unknown task_id {task_id[:120]!r}; expected one of {', '.join(DIFFICULTIES)} "
                          "or a scenario id seed{SEED}_{FAMILY}_{DIFFICULTY}")
-    id_seed, family, difficulty = int(match[1]), match[2], match[3]
+    digits, family, difficulty = match[1].lstrip("0") or "0", match[2], match[3]
+    if len(digits) > 19 or int(digits) > MAX_SEED:  # read no further: Python refuses to read 4,301 digits at all
+        raise ValueError(f"task_id {task_id[:120]!r} names a seed over 2**63 - 1")
+    id_seed = int(digits)
     if seed is not None and seed != id_seed:
         raise ValueError(f"task_id {task_id!r} names seed {id_seed}, but seed={seed} was given")
     if family not in FAMILIES:

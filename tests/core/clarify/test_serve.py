@@ -283,6 +283,8 @@ def test_small_server_scores_with_v2(small_url):
 def test_message_cap_and_rubric_are_checked_when_built():
     with pytest.raises(ValueError, match="rubric"):
         create_service_app("v4")
+    with pytest.raises(ValueError, match="v3 scores cued requests, which the service does not serve"):
+        create_service_app("v3")
     with pytest.raises(ValueError, match="max_sessions"):
         create_service_app("v1", max_sessions=0)
     with pytest.raises(ValueError, match="max_message_bytes"):

@@ -35,6 +35,8 @@ def test_missing_seed_and_difficulty_are_drawn_from_training_seeds():
     ("easy", -1, "non-negative integer"),
     ("easy", "12", "non-negative integer"),
     ("easy", True, "non-negative integer"),
+    ("seed99999999999999999999999999_event_planning_easy", None, "names a seed over 2\\*\\*63 - 1"),
+    ("seed" + "9" * 5000 + "_event_planning_easy", None, "names a seed over 2\\*\\*63 - 1"),  # not Python's words
 ])
 def test_bad_reset_names_what_is_wrong(task_id, seed, message):
     with pytest.raises(ValueError, match=message):
