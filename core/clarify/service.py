@@ -9,15 +9,17 @@ no openenv-core, so it is tested without a server.
 import random
 import re
 
-from core.clarify.environment import ENDED, ClarifyEnv, render_call
+from core.clarify.environment import ENDED, ClarifyEnv, parse_plan, render_call
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.clarify.rubrics import VERSIONS, RubricVersion
 from core.clarify.scenarios import TRAIN_SEEDS, generate_scenario
-from core.records import Episode, Scenario, ToolCall, trusted
+from core.records import Episode, Scenario, ToolCall, text_problem, trusted
 
 SCENARIO_ID = re.compile(r"seed(\d+)_([a-z_]+)_(easy|medium|hard)")
 """A generated scenario's id, ``seed{seed}_{family}_{difficulty}`` (the published form)."""
 NO_EPISODE = "no episode yet: call reset(task_id=..., seed=...) first"
+MAX_NESTING = 16
+"""Deepest nesting a call's arguments may have (a plan is an object of short values: 2-3 levels)."""
 SERVICE_POLICY = "service"
 """Policy name of a served episode (the server does not know who played; clients rename it)."""
 MAX_SEED = 2**63 - 1
@@ -30,6 +32,32 @@ PUBLISHED_EXTRAS = {"get_task_info": ("task_id", "task_title", "instructions"),
                     "propose_plan": ("type", "expected_profile", "submitted_plan"), ENDED: ("episode_done",)}
 """Keys the wire adds beside ``ClarifyEnv``'s own result so the published clients find theirs
 (``published_result``); ``own_result`` drops them again, so a remote policy sees the in-process result."""
+
+
+def unsendable(name: str, arguments: dict) -> str | None:
+    """Why a call, once played, could not be written back (a lone surrogate, nesting past ``MAX_NESTING``; in a plan
+    sent as JSON text, in what it parses to), or None: the environment stepped, then every reply and state of the
+    episode failed to serialize."""
+    if why := text_problem(name):
+        return f"its tool name {why}"
+    plan = arguments.get("plan")
+    parsed = parse_plan(plan)[0] if name == "propose_plan" and isinstance(plan, str) else None
+    return _problem_in(arguments) or (_problem_in(parsed) if parsed is not None else None)
+
+
+def _problem_in(value) -> str | None:
+    stack = [(value, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"its arguments nest more than {MAX_NESTING} levels deep"
+        texts = [*value.keys(), *value.values()] if isinstance(value, dict) else [value]
+        for text in texts:
+            if isinstance(text, str) and (why := text_problem(text)):
+                return f"a text in it {why}"
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def resolve_scenario(task_id: object = None, seed: object = None, rng: random.Random | None = None) -> Scenario:
@@ -100,6 +128,8 @@ class ClarifySession:
         """
         if self.env is None:
             return {"error": NO_EPISODE}, 0.0, False
+        if why := unsendable(name, arguments):  # stepping would end in a reply, and a state, nobody can send
+            return {"error": f"the call is not played: {why}"}, 0.0, self.env.done
         call = trusted(ToolCall, name=name, arguments=dict(arguments))
         turn = self.env.step(call, render_call(call))
         return turn.result, turn.reward, self.env.done

@@ -97,3 +97,19 @@ def test_published_extras_sit_beside_the_result_and_come_off_again():
         wire = published_result(name, result, session.env.scenario)
         assert own_result(name, wire) == result and set(result) < set(wire)
     assert wire == {"error": ENDED, "episode_done": True}
+
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("ask_question", {"question": "When\ud800?"}, "a text in it holds a lone surrogate"),
+    ("ask_\ud800", {}, "its tool name holds a lone surrogate"),
+    ("propose_plan", {"plan": '{"date": "x\\ud800"}'}, "a text in it holds a lone surrogate"),  # in what it parses to
+    ("propose_plan", {"plan": '{"date": ' + "[" * 900 + "]" * 900 + "}"}, "nest more than 16 levels deep"),
+])
+def test_a_call_whose_reply_could_not_be_sent_is_not_played(name, arguments, message):
+    """The environment once stepped, then that reply and every later state of the episode failed to serialize."""
+    session = ClarifySession("v2")
+    session.reset("seed10000_event_planning_easy")
+    result, reward, done = session.call(name, arguments)
+    assert message in result["error"] and (reward, done, session.steps) == (0.0, False, 0)
+    result, _, done = session.call("propose_plan", {"plan": '{"date": "today"}'})
+    assert done and "error" not in result  # the episode goes on
