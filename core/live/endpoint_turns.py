@@ -25,8 +25,12 @@ from core.clarify.endpoint_policy import (EndpointError, EndpointFailure, Endpoi
                                          make_endpoint_policy)
 from core.live.session import LiveSession, apply_model_text, settle
 from core.live.streaming import TurnClock
+from core.records import text_problem
 from core.runs.transcripts import inert
 
+MAX_TURN_CHARS = 200_000
+"""Most characters one streamed turn may send: a server that ignores max_tokens once streamed 12 MB into a draft
+the page re-rendered hundreds of times (a shipped policy's turn is under 1,000)."""
 WORKER_NAME = "live-endpoint"
 """Name of the thread that reads one turn's stream (tests wait for it to end)."""
 
@@ -46,6 +50,8 @@ class StreamedAnswer:
     streamed: bool = True
     whole: dict | None = None
     """The whole answer, when the server answered JSON instead of a stream."""
+    chars: int = 0
+    """Characters the stream has sent (bounded by ``MAX_TURN_CHARS``)."""
 
     def show(self, whole: dict) -> None:
         """Take the text, calls and token count of a whole JSON answer, for the page (``read`` checks it)."""
@@ -74,9 +80,15 @@ class StreamedAnswer:
         delta = choices[0].get("delta") or {}
         if not isinstance(delta, dict):
             raise EndpointFailure(f"malformed stream event (delta is not an object): {json.dumps(event)[:200]}")
-        text = bool(delta.get("content"))
-        self.content += delta.get("content") or ""
-        for part in delta.get("tool_calls") or []:
+        content, parts = delta.get("content") or "", delta.get("tool_calls") or []
+        if not isinstance(content, str) or not isinstance(parts, list) or not all(
+                isinstance(p, dict) and isinstance(p.get("index", 0), int) and isinstance(p.get("function") or {}, dict)
+                and isinstance((p.get("function") or {}).get("name") or "", str) for p in parts):
+            raise EndpointFailure(f"malformed stream event (content, tool_calls, index, function or name of the "
+                                  f"wrong type): {json.dumps(event)[:200]}")
+        text = bool(content)
+        self.content += content
+        for part in parts:
             slot = self.calls.setdefault(part.get("index", 0), {"id": None, "name": "", "arguments": ""})
             function = part.get("function") or {}
             slot["id"] = part.get("id") or slot["id"]
@@ -86,6 +98,13 @@ class StreamedAnswer:
             text = True
         self.tokens += text
         self.chunks += text
+        sent = content + "".join(json.dumps(p, ensure_ascii=False) for p in parts)
+        if why := text_problem(sent):
+            raise EndpointFailure(f"the endpoint sent text that {why}")
+        self.chars += len(sent)
+        if self.chars > MAX_TURN_CHARS:
+            raise EndpointFailure(f"the endpoint sent more than {MAX_TURN_CHARS:,} characters for one turn: it does not "
+                                  "keep to max_tokens")
         return text
 
     def draft(self) -> str:

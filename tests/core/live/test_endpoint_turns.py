@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from core.clarify.scenarios import generate_scenario
-from core.live.endpoint_turns import WORKER_NAME, StreamedAnswer, endpoint_turns
+from core.clarify.endpoint_policy import EndpointFailure
+from core.live.endpoint_turns import MAX_TURN_CHARS, WORKER_NAME, StreamedAnswer, endpoint_turns
 from core.live.session import answer_question, messages, start
 from core.live.streaming import GenerationSettings
 from core.live.turns import run_model
@@ -146,6 +147,22 @@ def test_partial_tool_call_deltas_merge_by_index():
         answer.add({"choices": [{"delta": delta}]})
     call = answer.answer()["choices"][0]["message"]["tool_calls"][0]
     assert call == {"id": "c9", "type": "function", "function": {"name": "propose_plan", "arguments": '{"plan": "{}"}'}}
+
+
+@pytest.mark.parametrize("delta, message", [
+    ({"content": 5}, "wrong type"),
+    ({"content": ["a"]}, "wrong type"),
+    ({"tool_calls": ["x"]}, "wrong type"),
+    ({"tool_calls": [{"function": "propose_plan"}]}, "wrong type"),
+    ({"tool_calls": [{"index": [0], "function": {"name": "x"}}]}, "wrong type"),
+    ({"tool_calls": [{"function": {"name": 5}}]}, "wrong type"),
+    ({"content": "When\ud800?"}, "the endpoint sent text that holds a lone surrogate"),
+    ({"content": "x" * (MAX_TURN_CHARS + 1)}, "it does not keep to max_tokens"),
+])
+def test_a_garbage_delta_ends_the_turn_in_words(delta, message):
+    """Each of these raised AttributeError or TypeError out of the turn (and again on every Continue)."""
+    with pytest.raises(EndpointFailure, match=message):
+        StreamedAnswer().add({"choices": [{"delta": delta}]})
 
 
 # ---- against a real server: transformers serve with our shipped checkpoint ---------------------
