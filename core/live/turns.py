@@ -63,13 +63,19 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
         yield session
 
 
+def model_moves(session: LiveSession) -> bool:
+    """Is it the model's move? Not in agent mode (the person plays the agent), after the end, or while a question
+    waits for the person's answer."""
+    return session.mode != "agent" and not session.done and session.pending is None
+
+
 def run_model(session: LiveSession | None, cache: ModelCache, stop: threading.Event,
               progress: Progress | None = None) -> Iterator[LiveSession]:
     """Load the session's model (once per process, through ``cache``), or reach its endpoint, and
     let it take its turns."""
     if session is None:
         raise LiveError("start an episode first")
-    if session.mode == "agent" or session.done or session.pending is not None:
+    if not model_moves(session):
         yield session
         return
     if session.entry.source == "endpoint":  # no model here: the endpoint generates

@@ -17,7 +17,7 @@ import gradio as gr
 from core.decision.model import open_decider
 from core.live import session as live_session
 from core.live.streaming import GenerationSettings
-from core.live.turns import run_model
+from core.live.turns import model_moves, run_model
 from core.models import availability, lists
 from core.models.cache import ModelCache
 from core.models.entries import public_deployment
@@ -218,6 +218,9 @@ def plan_template(session):
 def play(session, replays_dir, progress=gr.Progress()):
     """Let the model take its turns, streaming (until the end, a question for you, or Stop)."""
     stop = threading.Event()
+    if session is not None and not model_moves(session):  # change nothing: Start's view is shown already, and a
+        yield *[gr.skip()] * len(view(None, replays_dir)), stop  # move the person made meanwhile must stay
+        return
     try:
         for state in run_model(session, MODELS, stop, lambda f, t: progress(f, desc=t)):
             yield *view(state, replays_dir), stop

@@ -304,3 +304,14 @@ def test_a_typed_name_no_file_system_takes_is_no_model(models_dir, tmp_path, mon
     for typed in (long, "a\x00b", "a\ud800b"):  # one refusal on a Space, naming no position or server path
         status = start(tmp_path, models_dir, key="", path=typed)["status"]
         assert "only folders inside the models folder" in status and "position" not in status, status
+
+
+def test_play_changes_nothing_when_it_is_not_the_models_move(models_dir, tmp_path):
+    """Start's play in agent mode once re-sent Start's view; arriving after an Ask made meanwhile (a loaded server),
+    it put the session back to before the question, and the question was gone."""
+    out = start(tmp_path, models_dir, mode="agent")
+    asked = named(h.ask_user(out["session"], str(tmp_path), "How many guests?"))
+    (*outputs, stop), = list(h.play(out["session"], str(tmp_path)))  # the late play: one update, every output skipped
+    assert len(outputs) == len(OUT) and all(o == h.gr.skip() for o in outputs)
+    assert "How many guests?" in json.dumps(asked["chat"])
+
