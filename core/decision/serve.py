@@ -68,7 +68,6 @@ class BodyLimit:
         return await self.app(scope, replay, send)
 
 
-
 async def _answer(scope, send, status: int, detail: str) -> None:
     from starlette.responses import JSONResponse
 
