@@ -54,6 +54,18 @@ def plain_problem(err: Exception) -> str:
     return field_problem(err) if isinstance(err, ValidationError) else str(err)
 
 
+def form_number(value: Any, whole: bool = True) -> int | float | None:
+    """A number a form or an API caller sent: finite, and whole unless ``whole`` is False (a form's 10.0 counts),
+    else None; a boolean is no number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(value, bool) or not math.isfinite(number) or (whole and not number.is_integer()):
+        return None
+    return int(number) if whole else number
+
+
 def text_problem(text: str) -> str | None:
     """Why ``text`` is no Unicode text, or None: JSON's "\\ud800" decodes to a lone surrogate, which no tokenizer,
     JSON writer or table can encode (each raised from deep inside)."""

@@ -8,7 +8,6 @@ model checks it after every token, and the generator itself reports the stopped 
 generator (a closed tab) stops the model the same way.
 """
 
-import math
 import threading
 from html import escape
 
@@ -22,6 +21,7 @@ from core.models import availability, lists
 from core.models.cache import ModelCache
 from core.models.entries import public_deployment
 from core.models.loader import ModelLoadError, declared_budget
+from core.records import form_number
 from core.runs import measured, transcripts
 from demo import plots
 
@@ -184,14 +184,10 @@ def _number(value, field: str, whole: bool = True, blank: int | None = None) -> 
         if blank is None:
             raise live_session.LiveError(f"{field} is empty: type a number")
         return blank
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if isinstance(value, bool) or not math.isfinite(number) or (whole and not number.is_integer()):
+    if (number := form_number(value, whole)) is None:
         kind = "a whole number" if whole else "a finite number"
         raise live_session.LiveError(f"{field} must be {kind}; got {str(value)[:40]!r}")
-    return int(number) if whole else number
+    return number
 
 
 def start(session, replays_dir, models_dir, key, path, mode, source, family, difficulty, seed, heldout,

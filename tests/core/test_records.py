@@ -18,3 +18,14 @@ def test_trusted_demands_every_field():
         trusted(ToolCall, name="get_task_info")
     with pytest.raises(TypeError, match=r"extra \['colour'\]"):
         trusted(ToolCall, name="x", colour="red")
+
+
+@pytest.mark.parametrize("value, whole, expected", [
+    (3, True, 3), ("10", True, 10), (10.0, True, 10), ("2.5", False, 2.5), (-4, True, -4),
+    (2.5, True, None), (float("inf"), True, None), (float("nan"), False, None), (None, True, None),
+    ("ten", True, None), (True, True, None), ([1], True, None), ("1e999", False, None),
+])
+def test_form_number_takes_finite_numbers_only(value, whole, expected):
+    from core.records import form_number
+
+    assert form_number(value, whole) == expected and type(form_number(value, whole)) is type(expected)

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from core.decision.data.rows import NOTA
 from core.decision.questions import QUESTION_TYPES, Question, QuestionError, render_state
+from core.records import form_number
 
 UPLOAD_FIELDS = {"state", "question", "options", "label", "kind", "context_id"}
 MAX_UPLOAD_ROWS = 5000
@@ -185,12 +186,9 @@ def draw_of(value) -> int:
 
 
 def _whole(value, low: int, high: int) -> int | None:
-    """``value`` as a whole number in ``low..high`` (a form's 10.0 included, a boolean not), else None."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return int(number) if number.is_integer() and low <= number <= high and not isinstance(value, bool) else None
+    """``value`` as a whole number in ``low..high`` (``core.records.form_number``), else None."""
+    number = form_number(value)
+    return number if number is not None and low <= number <= high else None
 
 
 SPLIT, NATURAL, PROBE, UPLOAD = "our test split", "natural tickets (held-out families)", "known-posterior probe", "uploaded file"
