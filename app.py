@@ -15,14 +15,23 @@ from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-import gradio as gr  # noqa: E402
+from core.records import SettingError, port, setting  # noqa: E402
 
-from core.models import packages  # noqa: E402
-from core.models.entries import public_deployment  # noqa: E402
-from demo.decisions import handlers as decision_handlers  # noqa: E402
-from demo.decisions import layout as decisions  # noqa: E402
-from demo.live import layout as live  # noqa: E402
-from demo.replays import layout as replays  # noqa: E402
+try:  # the operator's settings are read as modules load (gradio's port too): a typo is named, not a traceback
+    PORT = setting("GRADIO_SERVER_PORT", 7860, most=65535)
+    import gradio as gr
+
+    from core.clarify.model_slots import queue_bound
+    from core.models import packages
+    from core.models.memory import memory_bound
+    from core.models.entries import public_deployment
+    from demo.decisions import handlers as decision_handlers
+    from demo.decisions import layout as decisions
+    from demo.live import layout as live
+    from demo.replays import layout as replays
+    memory_bound(), queue_bound()  # read again at each load and turn: checked here so a typo stops the start
+except SettingError as err:
+    raise SystemExit(f"ClarifyLab cannot start: {err}") from None
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_REPLAYS = Path(os.environ.get("CLARIFYLAB_REPLAYS", ROOT / "replays"))
@@ -71,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     # Hugging Face Spaces set GRADIO_SERVER_NAME=0.0.0.0; an explicit flag still wins.
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="interface to bind (0.0.0.0 for all)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--port", type=port, default=PORT)
     parser.add_argument("--replays-dir", type=Path, default=None, help="folder of replay runs")
     parser.add_argument("--decision-models", type=Path, default=None,
                         help="folder of extra decision-model exports for the Decisions tab (default: --models-dir)")

@@ -6,7 +6,8 @@ edge instead of flowing on as a dict. The episode record is versioned (``EPISODE
 """
 
 import math
-from typing import Annotated, Any, Literal
+import os
+from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -64,6 +65,33 @@ def form_number(value: Any, whole: bool = True) -> int | float | None:
     if isinstance(value, bool) or not math.isfinite(number) or (whole and not number.is_integer()):
         return None
     return int(number) if whole else number
+
+
+class SettingError(ValueError):
+    """An operator's setting (an environment variable or a flag) that is not what it must be; the message names it."""
+
+
+def setting(name: str, default: int | float, least: float = 0, most: float = math.inf, whole: bool = True,
+            environ: Mapping[str, str] = os.environ) -> int | float:
+    """The operator's number in ``environ[name]``, ``default`` when unset or blank; read at start, so a typo stops the
+    app with the variable's name and what it takes, not with ``int()``'s error from deep inside an import."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    number = form_number(raw, whole)
+    if number is None or not least <= number <= most:
+        kind = "a whole number" if whole else "a number"
+        bound = f"from {least:g} to {most:g}" if math.isfinite(most) else f">= {least:g}"
+        raise SettingError(f"{name} must be {kind} {bound}, got {raw!r}")
+    return number
+
+
+def port(text: str) -> int:
+    """A listen port for argparse's ``type``: a whole number 0..65535 (0 lets the system pick)."""
+    number = form_number(text)
+    if number is None or not 0 <= number <= 65535:
+        raise ValueError(f"not a port: {text!r}")  # argparse words it as "invalid port value: '...'"
+    return number
 
 
 def text_problem(text: str) -> str | None:

@@ -7,10 +7,11 @@ is held (re-entrantly, by the generating thread) for one ``generate`` call; ``ad
 turn in the queue, refusing it with ``ModelBusy`` once ``MODEL_QUEUE_ENV`` turns already wait.
 """
 
-import os
 import threading
 import weakref
 from typing import Any, Callable
+
+from core.records import setting
 
 MODEL_QUEUE_ENV = "CLARIFYLAB_MODEL_QUEUE"
 """How many turns may wait for one busy model (default ``DEFAULT_QUEUE``); one more is refused."""
@@ -23,12 +24,7 @@ class ModelBusy(RuntimeError):
 
 def queue_bound() -> int:
     """The operator's ``MODEL_QUEUE_ENV`` (a whole number >= 0), else ``DEFAULT_QUEUE``."""
-    raw = os.environ.get(MODEL_QUEUE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_QUEUE
-    if not raw.isdigit():
-        raise ValueError(f"{MODEL_QUEUE_ENV} must be a whole number >= 0, got {raw!r}")
-    return int(raw)
+    return setting(MODEL_QUEUE_ENV, DEFAULT_QUEUE)
 
 
 class ModelSlot:

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from core.clarify.agent import TOOL_SCHEMAS
 from core.clarify.rubrics import RubricVersion
 from core.clarify.service import ClarifySession, published_result
+from core.records import port
 
 SERVED_RUBRICS = ("v1", "v2")
 """The rubrics the service scores with (v3 scores cued requests, which it does not serve)."""
@@ -259,7 +260,7 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Serve the clarify environment over OpenEnv (WebSocket /ws).")
     p.add_argument("--rubric", choices=SERVED_RUBRICS, default="v1", help="v1: the published behaviour; v2: corrected")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0 for other machines)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port, default=8000)
     p.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, help="concurrent sessions allowed")
     p.add_argument("--max-message-bytes", type=int, default=MAX_MESSAGE_BYTES,
                    help="largest WebSocket message accepted; a larger one closes the connection")

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import core.decision.auto_model  # noqa: F401  registers our folders as decision models, here and in every process
+from core.records import port
 # transformers serve (5.25 on) spawns to hold the model: a spawned process imports this module, not serve()
 
 MAX_BODY_BYTES = 1 << 20
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m core.decision.serve", description=__doc__.splitlines()[0])
     parser.add_argument("directory", help="a decision export (letter readout, adapter arm) or pooled-readout folder")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="listen port (default 8000)")
+    parser.add_argument("--port", type=port, default=8000, help="listen port (default 8000)")
     parser.add_argument("--log-level", default="warning", help="transformers' log level")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
                         help=f"largest request body accepted (default {MAX_BODY_BYTES}); larger is answered 413")

@@ -10,10 +10,11 @@ A model another session is still generating with stays alive in that session unt
 the cache simply loads it again on the next use.
 """
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Mapping
+
+from core.records import setting
 
 MEMORY_ENV = "CLARIFYLAB_MODEL_MEMORY_MB"
 """The most megabytes of model weights a process keeps loaded (default ``DEFAULT_MB``)."""
@@ -22,12 +23,7 @@ DEFAULT_MB = 2048
 
 def memory_bound() -> int:
     """The bound in bytes: the operator's ``MEMORY_ENV`` (MB, a whole number > 0), else ``DEFAULT_MB``."""
-    raw = os.environ.get(MEMORY_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MB * 2**20
-    if not raw.isdigit() or int(raw) == 0:
-        raise ValueError(f"{MEMORY_ENV} must be a whole number of megabytes > 0, got {raw!r}")
-    return int(raw) * 2**20
+    return setting(MEMORY_ENV, DEFAULT_MB, least=1) * 2**20
 
 
 def model_tensors(model: Any, depth: int = 3) -> dict[int, int]:

@@ -10,25 +10,26 @@ exports) are bounded the same way: each export gets a fresh folder under the tem
 the oldest beyond ``CLARIFYLAB_EXPORTS`` (default 20) or ``CLARIFYLAB_EXPORT_BYTES`` (default 200 MB) go.
 """
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from core.records import setting
 
 SESSIONS_DIR = "sessions"
 """Sub-folder of the replays directory that holds live sessions' runs."""
 OWNED = "session-run"
 """The value a page's runs map one of its own session runs to (its uploads map to store keys)."""
-MAX_RUNS = int(os.environ.get("CLARIFYLAB_SESSION_RUNS", 200))
+MAX_RUNS = setting("CLARIFYLAB_SESSION_RUNS", 200, least=1)
 """Session runs kept on disk; the oldest beyond this are deleted."""
-MAX_BYTES = int(os.environ.get("CLARIFYLAB_SESSION_BYTES", 100 * 2**20))
+MAX_BYTES = setting("CLARIFYLAB_SESSION_BYTES", 100 * 2**20, least=1)
 """Bytes of session runs kept on disk (a 6-question episode is about 10 kB, so 100 MB is ~10,000)."""
 EXPORTS_DIR = "clarifylab-exports"
 """Sub-folder of the temporary directory that holds the export folders."""
-MAX_EXPORTS = int(os.environ.get("CLARIFYLAB_EXPORTS", 20))
+MAX_EXPORTS = setting("CLARIFYLAB_EXPORTS", 20, least=1)
 """Export folders kept: gradio copies a download to its own cache as the handler returns, so only the
 newest few are ever read from here."""
-MAX_EXPORT_BYTES = int(os.environ.get("CLARIFYLAB_EXPORT_BYTES", 200 * 2**20))
+MAX_EXPORT_BYTES = setting("CLARIFYLAB_EXPORT_BYTES", 200 * 2**20, least=1)
 """Bytes of export folders kept (the JSONL of every shipped run is the largest export)."""
 
 

@@ -7,7 +7,6 @@ shared read-only by every session.
 """
 
 import json
-import os
 import time
 
 import gradio as gr
@@ -22,12 +21,13 @@ from core.decision.rotation import reading_in
 from core.models import availability, lists
 from core.models.cache import ModelCache, pick
 from core.models.entries import OPTION_DESIGN, public_deployment
+from core.records import setting
 from core.runs.episode_log import TOO_DEEP
 from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
-SPACE_EVALUATION_SECONDS = float(os.environ.get("CLARIFYLAB_EVALUATION_SECONDS", 300))
+SPACE_EVALUATION_SECONDS = setting("CLARIFYLAB_EVALUATION_SECONDS", 300.0, least=1, whole=False)
 """On a public Space, the wall time one Evaluate (or probe) may take reading its rows: each tab event serves one
 visitor at a time, so one upload of 5,000 long rows read in every order (hours on a real body) would hold everyone
 else's Evaluate."""

@@ -82,6 +82,25 @@ def test_main_prints_where_it_listens(tmp_path):
         proc.wait(timeout=30)
 
 
+@pytest.mark.parametrize("env, argv, words", [
+    ({"CLARIFYLAB_SESSION_RUNS": "abc"}, [], "ClarifyLab cannot start: CLARIFYLAB_SESSION_RUNS must be a whole number "
+                                              ">= 1, got 'abc'"),
+    ({"CLARIFYLAB_MODEL_MEMORY_MB": "2GB"}, [], "CLARIFYLAB_MODEL_MEMORY_MB must be a whole number >= 1, got '2GB'"),
+    ({"GRADIO_SERVER_PORT": "x"}, [], "GRADIO_SERVER_PORT must be a whole number from 0 to 65535, got 'x'"),
+    ({}, ["--port", "99999"], "argument --port: invalid port value: '99999'"),
+])
+def test_a_bad_operator_setting_stops_the_start_naming_it(env, argv, words):
+    """An operator's typo stops ``python app.py`` at once, in one line that names the setting (not ``int()``'s
+    traceback from inside an import, nor a bind error after the tabs were built)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "app.py", *argv], cwd=Path(__file__).parents[2], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env})
+    assert done.returncode != 0 and words in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_space_start_checks_its_packaged_weights_serves_then_loads_the_decisions_default(tmp_path):
     """As a Space starts ``python app.py``: the packaged weights are checked before the tabs are built, the page is
     served, and only then is the Decisions default loaded, in the background, so a cold restart's first Ask is fast."""

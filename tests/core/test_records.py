@@ -29,3 +29,45 @@ def test_form_number_takes_finite_numbers_only(value, whole, expected):
     from core.records import form_number
 
     assert form_number(value, whole) == expected and type(form_number(value, whole)) is type(expected)
+
+
+@pytest.mark.parametrize("raw, kwargs, expected", [
+    ("", {}, 5), ("  ", {}, 5), (" 7 ", {}, 7), ("0", {}, 0), ("12.0", {}, 12), ("2.5", {"whole": False}, 2.5),
+    ("65535", {"most": 65535}, 65535),
+])
+def test_setting_reads_the_operators_number(raw, kwargs, expected):
+    from core.records import setting
+
+    assert setting("X", 5, environ={"X": raw}, **kwargs) == expected
+    assert setting("X", 5, environ={}) == 5
+
+
+@pytest.mark.parametrize("raw, kwargs, words", [
+    ("abc", {}, "X must be a whole number >= 0, got 'abc'"),
+    ("-1", {}, "X must be a whole number >= 0, got '-1'"),
+    ("0", {"least": 1}, "X must be a whole number >= 1, got '0'"),
+    ("2.5", {}, "X must be a whole number >= 0, got '2.5'"),
+    ("inf", {"whole": False}, "X must be a number >= 0, got 'inf'"),
+    ("99999", {"most": 65535}, "X must be a whole number from 0 to 65535, got '99999'"),
+])
+def test_a_bad_setting_is_named_with_what_it_takes(raw, kwargs, words):
+    from core.records import SettingError, setting
+
+    with pytest.raises(SettingError) as caught:
+        setting("X", 5, environ={"X": raw}, **kwargs)
+    assert str(caught.value) == words
+
+
+@pytest.mark.parametrize("text, expected", [("0", 0), ("8000", 8000), ("65535", 65535)])
+def test_port_takes_0_to_65535(text, expected):
+    from core.records import port
+
+    assert port(text) == expected
+
+
+@pytest.mark.parametrize("text", ["65536", "-1", "80.5", "http", ""])
+def test_port_refuses_the_rest(text):
+    from core.records import port
+
+    with pytest.raises(ValueError):
+        port(text)

@@ -393,3 +393,11 @@ def test_a_reaped_session_is_refused_and_the_cap_holds():
         server.should_exit = True
         thread.join(timeout=30)
 
+
+
+def test_a_port_out_of_range_is_refused_before_the_server_is_built(capsys):
+    from core.clarify.serve import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--port", "99999"])
+    assert caught.value.code == 2 and "argument --port: invalid port value: '99999'" in capsys.readouterr().err

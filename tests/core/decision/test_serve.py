@@ -124,3 +124,11 @@ def test_the_guard_closes_reset_and_refuses_deep_nesting_in_words():
     assert nesting(b'{"state": "[[[[ {{ inside a string", "q": {"a": [1]}}') == 3 and nesting(b"not json") == 0
     assert client.post("/v1/systemone", content=b"x" * 5000).status_code == 413
 
+
+
+def test_a_port_out_of_range_is_refused_before_the_model_loads(capsys, tmp_path):
+    from core.decision.serve import main
+
+    with pytest.raises(SystemExit) as caught:
+        main([str(tmp_path), "--port", "-1"])
+    assert caught.value.code == 2 and "argument --port: invalid port value: '-1'" in capsys.readouterr().err

@@ -42,5 +42,5 @@ def test_memory_bound_reads_the_operators_setting(monkeypatch, raw, bound):
 @pytest.mark.parametrize("raw", ["0", "2GB", "-1"])
 def test_a_bad_memory_bound_is_named(monkeypatch, raw):
     monkeypatch.setenv(MEMORY_ENV, raw)
-    with pytest.raises(ValueError, match=f"{MEMORY_ENV} must be a whole number of megabytes > 0"):
+    with pytest.raises(ValueError, match=f"{MEMORY_ENV} must be a whole number >= 1"):
         memory_bound()
