@@ -14,6 +14,7 @@ import argparse
 import functools
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -184,6 +185,9 @@ def create_service_app(rubric: RubricVersion = "v1", *, max_sessions: int = MAX_
                          "service does not serve)")
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
+    if session_timeout_s is not None and not 0 < session_timeout_s < math.inf:
+        raise ValueError(f"the session timeout must be a number of seconds > 0 (0 on the command line: never), "
+                         f"got {session_timeout_s}")
     *_, mcp_types, types, create_app, _ = _openenv()
     env_cls, _ = service_classes()
     config = types.ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout_s)

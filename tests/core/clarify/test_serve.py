@@ -401,3 +401,11 @@ def test_a_port_out_of_range_is_refused_before_the_server_is_built(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["--port", "99999"])
     assert caught.value.code == 2 and "argument --port: invalid port value: '99999'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["-1", "nan", "inf"])
+def test_a_session_timeout_that_is_no_duration_is_named(timeout, capsys):
+    from core.clarify.serve import main
+
+    assert main(["--port", "0", "--session-timeout", timeout]) == 2
+    assert "error: the session timeout must be a number of seconds > 0" in capsys.readouterr().err
