@@ -3,7 +3,9 @@
 # (the from-scratch pipeline, train/decision_pipeline.sh, needs hours of a shared 2-core machine):
 #   data   = train/decision_data.py with a cue-rich format partition (3,000 ticket + 3,000 cued contexts);
 #            warmup, rl, val, test and probe are the default ones (test sha256 20ee94788f34)
-#   base   = checkpoints/decision-warmup + whole-word tokens for the clarify fields (train/decision_vocab.py)
+#   start  = checkpoints/decision-warmup as commit START holds it: the from-scratch warmup this recipe continued,
+#            before this recipe's own ship (959cbae) overwrote that folder with its result
+#   base   = start + whole-word tokens for the clarify fields (train/decision_vocab.py)
 #   format = F steps of the format stage's recipe (32 rows, lr 2e-3, per-option losses) on that partition
 #   clear  = C steps on clear-cue questions only (labels without noise; DATA-clear), lr 1e-3
 #   mixed  = M steps back on the cue-rich format partition (every cue kind), lr 5e-4, each cued question
@@ -20,11 +22,16 @@ PY=${PY:-.venv/bin/python}
 F=${F:-600}
 C=${C:-150}
 M=${M:-300}
+START=8fbbdcd
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 mkdir -p "$RUNS"
 source "$(dirname "$0")/pipeline_stage.sh"
 stage data "$DATA/manifest.json" $PY -m train.decision_data --out "$DATA" --seed "$SEED" --format 3000 --cued-format 3000
-stage base "$RUNS/base/decision.json" $PY -m train.decision_vocab --init checkpoints/decision-warmup --out "$RUNS/base"
+mkdir -p "$RUNS/start"
+stage start "$RUNS/start/checkpoints/decision-warmup/decision.json" \
+  bash -c "git archive $START checkpoints/decision-warmup | tar -x -C '$RUNS/start'"
+stage base "$RUNS/base/decision.json" $PY -m train.decision_vocab --init "$RUNS/start/checkpoints/decision-warmup" \
+  --out "$RUNS/base"
 stage format "$RUNS/format/model" $PY -m train.decision_supervised --arm continuation --partition format \
   --init "$RUNS/base" --out "$RUNS/format" --data "$DATA" --steps "$F" --batch 32 --lr 2e-3 --option_aux 1.0 --seed "$SEED"
 stage clear_data "$DATA-clear/manifest.json" $PY -m train.decision_data --out "$DATA-clear" --seed "$SEED" \

@@ -31,7 +31,9 @@ PREAMBLE = [
 ]
 CUED_PREAMBLE = [
     "python -m train.decision_data --out {data} --seed {seed} --format 3000 --cued-format 3000",
-    "python -m train.decision_vocab --init checkpoints/decision-warmup --out {runs}/base",
+    "mkdir -p {runs}/start && git archive 8fbbdcd checkpoints/decision-warmup | tar -x -C {runs}/start"
+    "  # the start, as the run read it: this recipe's ship overwrote the folder",
+    "python -m train.decision_vocab --init {runs}/start/checkpoints/decision-warmup --out {runs}/base",
     "python -m train.decision_supervised --arm continuation --partition format --init {runs}/base --out {runs}/format "
     "--data {data} --steps {format} --batch 32 --lr 2e-3 --option_aux 1.0 --seed {seed}",
     "python -m train.decision_data --out {data}-clear --seed {seed} --format 0 --cued-format 3000 --cued-kinds clear",
@@ -50,6 +52,8 @@ CUED_COMMANDS = {
 }
 """``--recipe cued`` (train/decision_cued_pipeline.sh): the shipped arms taught the cued clarify requests."""
 CUED_STAGES = ("format", "clear", "mixed", "warmup")
+TRAINING_LOG = "training_log.jsonl"
+"""Each shipped folder's copy of its stages' per-step logs (``training_log``)."""
 """The cued recipe's training stages before the arms (each a run folder with its own step count)."""
 ORIGINS = {
     "scratch": "Trained from random initialisation on our synthetic decision data (triage tickets\nwith a known "
@@ -105,6 +109,14 @@ def speed(directory: Path, state: str, rows: list) -> dict:
         decider.decide(state, questions)
         runs.append(1000 * (time.perf_counter() - t0))
     return {"load_s": round(load_s, 3), "request_ms": round(statistics.median(runs), 1)}
+
+
+def training_log(stages: dict[str, Path]) -> str:
+    """Every stage's per-step log as one JSONL, each record tagged with its stage: the curves and the card's wall
+    times stay beside the weights once the run folder is cleared (the cued arms shipped before this had lost theirs)."""
+    records = [{"stage": name, **json.loads(line)} for name, folder in stages.items()
+               for line in (folder / LOG).read_text().splitlines() if line.strip()]
+    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 def _commands(arm: str, config: ShipConfig, times: dict) -> str:
@@ -176,6 +188,7 @@ the answer letter alone; the warmup's format stage teaches it with binding drill
 auxiliary losses (docs/decision_models.md).
 
 Full numbers with clustered 95% bootstrap intervals and paired differences: `{config.eval}`.
+Every stage's per-step log, each record tagged with its stage: `{TRAINING_LOG}`.
 """
 
 
@@ -192,10 +205,12 @@ def main(config: ShipConfig) -> list[Path]:
             shutil.rmtree(dest)
         shutil.copytree(src, dest)
         load_decider(dest)
-        times = ({"format": run_times(run_dir / "format"), "warmup": run_times(run_dir / "warmup")}
-                 if arm == "warmup" and config.recipe == "scratch" else {arm: run_times(run_dir)})
+        stages = ({"format": run_dir / "format", "warmup": run_dir / "warmup"}
+                  if arm == "warmup" and config.recipe == "scratch" else {arm: run_dir})
         if config.recipe == "cued":
-            times = {**{stage: run_times(Path(config.runs) / stage) for stage in CUED_STAGES}, **times}
+            stages = {**{stage: Path(config.runs) / stage for stage in CUED_STAGES}, **stages}
+        times = {name: run_times(folder) for name, folder in stages.items()}
+        (dest / TRAINING_LOG).write_text(training_log(stages))
         test = read_partition(Path(config.data), "test")
         size_mb = sum(f.stat().st_size for f in dest.iterdir() if f.is_file()) / 2**20
         results = {**report["arms"][arm], "rows": report["test_rows"], "size_mb": round(size_mb, 2),

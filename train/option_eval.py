@@ -31,6 +31,8 @@ from core.stats import bootstrap_statistic, paired_statistic_difference
 from train.decision_run import parse_config, set_threads, write_report
 from train.option_data import INSTRUCTIONS, OptionContext, read_contexts
 
+START = "60edf50"
+"""The commit whose checkpoints/decision-rlcd starts the scorer (train/option_pipeline.sh extracts it)."""
 CANONICAL = {alt: q for q, alts in INSTRUCTIONS.items() for alt in alts}
 
 
@@ -190,6 +192,8 @@ def ship(config: EvalConfig) -> Path:
         "head trained afterwards on the frozen scorer. Format `clarifylab-option-scorer-v1`; load with "
         "`core.decision.option.scorer.OptionScorer.load` (sha256 verified, no remote code). See docs/decision_models.md.", "",
         "## Command (seed 0)", "", "```bash", "nice -n 10 bash train/option_pipeline.sh 0", "```", "",
+        f"The body and tokenizer start from `checkpoints/decision-rlcd` as commit {START} holds it (the pipeline's start "
+        "stage extracts it from the history: a later ship replaced that folder).", "",
         f"Starts: {len(meta)} (resumed: {sum(m['resume'] for m in meta)}). Config:", "", "```json",
         json.dumps(card["training"]["config"], indent=1), "```", "",
         "## Wall time (`nice -n 10`, one torch thread, shared 2-core CPU)", "",

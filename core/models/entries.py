@@ -47,7 +47,8 @@ GGUF_SUFFIX = ".gguf"
 ADAPTER_CONFIG, ADAPTER_WEIGHTS = "adapter_config.json", "adapter_model.safetensors"
 """A LoRA adapter folder (peft's layout): its base is a packaged location or a model folder."""
 TRAIN_COMMANDS = {
-    "clarify-warmup": "python -m train.clarify_sft --out checkpoints/clarify-warmup --seed 0",
+    "clarify-warmup": "python -m train.clarify_sft --out runs/warmup --seed 0 --demos 24000 --lr 3e-3 --plan_weight 3 "
+                      "--log_every 25 --eval_every 100, then copy runs/warmup to checkpoints/clarify-warmup",
     "clarify-grpo": "python -m train.clarify_grpo --config train/clarify_grpo_cpu.yaml, then copy "
                     "runs/clarify-grpo to checkpoints/clarify-grpo",
     "clarify-smollm2-warmup": "bash checkpoints/clarify-smollm2-warmup/command.sh (python -m train.clarify_sft "

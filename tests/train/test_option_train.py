@@ -116,3 +116,26 @@ def test_accuracy_and_ece_are_also_read_on_each_others_rows():
     assert out["accuracy"]["mean"] == pytest.approx(1 / 3) and out["accuracy_shown"]["mean"] == pytest.approx(1 / 2)
     # ECE on shown rows: bins 0.6 and 0.8, |0.6 - 0| + |0.8 - 1| over 2; on every row the missing one adds |0.9 - 0|
     assert out["ece"]["mean"] == pytest.approx((0.6 + 0.2) / 2) and out["ece_all"]["mean"] == pytest.approx((0.6 + 0.2 + 0.9) / 3)
+
+
+def test_the_pipelines_start_is_the_body_the_shipped_scorer_grew_from(tmp_path):
+    """checkpoints/decision-rlcd has since been replaced (a bigger vocabulary: a strict load would fail); the
+    pipeline's start stage extracts the commit the scorer's run read, whose body has the shipped scorer's shapes."""
+    import subprocess
+
+    from safetensors.torch import load_file
+
+    from core.decision.export.published import load_decider
+    from train.option_eval import START
+
+    root = Path(__file__).resolve().parents[2]
+    assert f"START={START}\n" in (root / "train" / "option_pipeline.sh").read_text()
+    archive = subprocess.run(["git", "archive", START, "checkpoints/decision-rlcd"], cwd=root, capture_output=True)
+    if archive.returncode:  # a shallow clone lacks the history; a full clone's CI has it
+        pytest.skip(f"commit {START} is not in this clone")
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive.stdout, check=True)
+    start = load_decider(tmp_path / "checkpoints" / "decision-rlcd").body.state_dict()
+    shipped = load_file(root / "checkpoints" / "option-scorer" / "body.safetensors")
+    assert {k: tuple(v.shape) for k, v in start.items()} == {k: tuple(v.shape) for k, v in shipped.items()}
+    now = load_decider(root / "checkpoints" / "decision-rlcd").body.state_dict()
+    assert now["embed_tokens.weight"].shape != start["embed_tokens.weight"].shape

@@ -265,3 +265,18 @@ def test_messages_show_paths_without_the_server_layout(tmp_path, monkeypatch):
     monkeypatch.setenv("SPACE_ID", "someone/clarifylab")
     assert shown_path(tmp_path / "m") == "m"
     assert check(shipped_entries(kind="policy")[0]).message.endswith("from checkpoints/clarify-grpo")
+
+
+def test_each_shipped_policys_training_command_is_the_one_its_card_records():
+    """The picker's note names how a shipped policy was made: the card's own command (a command that merely looks
+    right, with the wrong flags, sends a researcher off to train something else)."""
+    from core.models.entries import TRAIN_COMMANDS
+
+    root = Path(__file__).resolve().parents[3] / "checkpoints"
+    for name, command in TRAIN_COMMANDS.items():
+        if command.startswith("bash "):
+            script = command.split()[1]
+            assert (root.parent / script).is_file(), name
+            continue
+        ran = command.split(", then")[0]
+        assert ran in (root / name / "README.md").read_text(), name
