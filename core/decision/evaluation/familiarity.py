@@ -17,8 +17,8 @@ Two more cases fire: a state with no words at all (digits, symbols, emoji; every
 worded), and one whose words are all known but put together as the training data never does: the
 *unknown-pair rate* is the share of adjacent word pairs (lower-cased) that no training state holds
 (the warmup partition as ``train/decision_data.py`` draws it; test split at most 0.06, natural
-tickets at least 0.55). A model without its own training vocabulary (a chat model, an endpoint)
-has no such signal, and the tab says so (``NO_SIGNAL``) instead of leaving a blank.
+tickets at least 0.44: results/decision_familiarity.txt). A model without its own training vocabulary (a chat
+model, an endpoint) has no such signal, and the tab says so (``NO_SIGNAL``) instead of leaving a blank.
 """
 
 import re
