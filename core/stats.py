@@ -10,6 +10,11 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+MIN_UNITS = 2
+"""Fewer resampling units (rows, or clusters when given) than this get no interval: one scenario resampled is itself,
+and its zero-width interval read as certainty (a Compare verdict from one shared scenario). ``lo`` and ``hi`` are
+NaN, which readers show as no interval."""
+NAN = float("nan")
 
 @dataclass(frozen=True)
 class Interval:
@@ -41,7 +46,9 @@ def bootstrap_mean(
     """
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), 0)
+        return Interval(NAN, NAN, NAN, 0)
+    if _units(x.size, clusters) < MIN_UNITS:
+        return Interval(float(x.mean()), NAN, NAN, int(x.size))
     rng = np.random.default_rng(seed)
     if clusters is None:
         idx = rng.integers(0, x.size, size=(resamples, x.size))
@@ -85,10 +92,13 @@ def bootstrap_statistic(
 
     ``statistic(idx)`` computes the value on the rows ``idx`` (an int array, repeats allowed). With
     ``clusters`` whole clusters are drawn and all their rows kept. Empty input gives NaNs, as in
-    ``bootstrap_mean``.
+    ``bootstrap_mean``. A draw where the statistic is undefined (NaN: a NOTA rate on a draw without a NOTA row) is
+    left out of the quantiles, so such an interval speaks for the draws that define it.
     """
     if n == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), 0)
+        return Interval(NAN, NAN, NAN, 0)
+    if _units(n, clusters) < MIN_UNITS:
+        return Interval(float(statistic(np.arange(n))), NAN, NAN, n)
     draws = _resample_indices(n, clusters, resamples, np.random.default_rng(seed))
     stats = np.array([statistic(idx) for idx in draws])
     alpha = (1.0 - level) / 2.0
@@ -105,6 +115,15 @@ def paired_statistic_difference(
 ) -> Interval:
     """``statistic_a - statistic_b`` on the same rows, each resample shared by both (paired)."""
     return bootstrap_statistic(lambda idx: statistic_a(idx) - statistic_b(idx), n, clusters, **kwargs)
+
+
+def _units(n: int, clusters: Sequence[Hashable] | None) -> int:
+    """How many units a resample draws: the rows, or the distinct clusters (ids as ``_resample_indices`` reads them)."""
+    if clusters is None:
+        return n
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster ids for {n} rows")
+    return len({str(c) for c in clusters})
 
 
 def _resample_indices(n: int, clusters, resamples: int, rng) -> list[np.ndarray]:

@@ -9,6 +9,7 @@ text from data (run, family, scenario and component names, sources, reasons) goe
 annotations alike; hovertemplates take data only through ``meta``/``customdata``, never spliced in.
 """
 
+import math
 from typing import Sequence
 
 import pandas as pd
@@ -62,6 +63,16 @@ def _empty(title: str, why: str) -> go.Figure:
     return fig
 
 
+def interval_text(lo: float, hi: float) -> str:
+    """A 95% interval as a hover reads it, or why there is none (one scenario: ``core.stats.MIN_UNITS``)."""
+    return "(one scenario: no interval)" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def sample_text(row) -> str:
+    """What a mean is over: the episodes, and the scenarios its interval resamples."""
+    return f"{row.n} episode{'s' * (row.n != 1)} over {row.scenarios} scenario{'s' * (row.scenarios != 1)}"
+
+
 def family_bars(scores: pd.DataFrame) -> go.Figure:
     """Per-family mean (bars, with their 95% intervals) and max (ticks) score, one bar pattern per run.
 
@@ -80,9 +91,8 @@ def family_bars(scores: pd.DataFrame) -> go.Figure:
                     marker=dict(color=colors, pattern=dict(shape=pattern)),
                     error_y=dict(type="data", array=rows["hi"] - rows["mean"], arrayminus=rows["mean"] - rows["lo"],
                                  color="#444", thickness=1.5, width=4),
-                    customdata=rows[["max", "n", "lo", "hi"]], hovertemplate=(
-                        "%{x}<br>mean %{y:.3f} [%{customdata[2]:.3f}, %{customdata[3]:.3f}]"
-                        "<br>max %{customdata[0]:.3f}<br>n %{customdata[1]}"))
+                    hovertext=[f"mean {r.mean:.3f} {interval_text(r.lo, r.hi)}<br>max {r.max:.3f}<br>{sample_text(r)}"
+                               for r in rows.itertuples()], hovertemplate="%{x}<br>%{hovertext}")
         fig.add_scatter(x=[label(f) for f in rows["family"]], y=rows["max"], mode="markers", offsetgroup=str(i),
                         marker=dict(symbol="line-ew-open", size=22, color="#333", line=dict(width=3)),
                         showlegend=False, hoverinfo="skip")
@@ -136,7 +146,7 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
         means: ``core.runs.episode_table.component_means`` output (run, component, mean, lo, hi, n).
         weights: component -> weight, shown in the axis labels when given.
     """
-    title = "Mean rubric components over all episodes, with their 95% intervals"
+    title = "Mean rubric components over the selected episodes (gate-failed too), with their 95% intervals"
     if means.empty:
         return _empty(title, "no rubric breakdowns in the selection")
     weights = weights or {}
@@ -151,9 +161,8 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
                                 pattern=dict(shape=RUN_PATTERNS[i % len(RUN_PATTERNS)])),
                     error_y=dict(type="data", array=rows["hi"] - rows["mean"], arrayminus=rows["mean"] - rows["lo"],
                                  color="#444", thickness=1.5, width=4),
-                    customdata=rows[["lo", "hi", "n"]],
-                    hovertemplate="%{x}<br>mean %{y:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
-                                  "<br>n %{customdata[2]}<extra>%{meta}</extra>")
+                    hovertext=[f"mean {r.mean:.3f} {interval_text(r.lo, r.hi)}<br>{sample_text(r)}"
+                               for r in rows.itertuples()], hovertemplate="%{x}<br>%{hovertext}<extra>%{meta}</extra>")
     _run_legend(fig, [run for run, _ in groups])
     fig.update_yaxes(range=[0, 1.05], title="mean value")
     return fig

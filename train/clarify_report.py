@@ -13,6 +13,7 @@ only each run's summary.json and the paired comparisons that ``python -m core.ru
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -28,7 +29,7 @@ def _cell(episodes: Sequence[Episode]) -> str:
     if not episodes:
         return "-"
     ci = bootstrap_mean([e.score for e in episodes], [e.scenario.id for e in episodes])
-    return f"{ci.mean:.3f} [{ci.lo:.3f}, {ci.hi:.3f}]"
+    return f"{ci.mean:.3f}" + ("" if math.isnan(ci.lo) else f" [{ci.lo:.3f}, {ci.hi:.3f}]")
 
 
 def slice_table(runs: dict[str, list[Episode]], key: Callable[[Episode], str], names: Sequence[str],

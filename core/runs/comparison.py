@@ -7,6 +7,7 @@ them is not a difference between policies. Both entry points reach this module, 
 """
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -64,6 +65,9 @@ def run_rubric(frame: pd.DataFrame, name: str) -> str:
     return versions[0] if versions else "?"
 
 
+FEW_SCENARIOS = 10
+"""Below this many shared scenarios the note says a percentile bootstrap interval runs narrow (its coverage falls
+short of 95% on few units)."""
 SHOWN_COLUMNS = ["scenario", "family", "difficulty", "score_a", "score_b", "diff"]
 """The per-scenario table's columns a reader sees (``Comparison.table`` adds the two episode ids)."""
 
@@ -132,7 +136,12 @@ def comparison_note(comp: Comparison, run_a: str, run_b: str) -> str:
     d = comp.difference
     if d.n == 0:
         return f"`{run_a}` and `{run_b}` share no scenario."
+    only = f"Scenarios only in a: {comp.only_a}, only in b: {comp.only_b}."
+    if math.isnan(d.lo):
+        return (f"On **1** shared scenario (rubric {comp.rubric}), `{run_a}` − `{run_b}` = **{d.mean:+.3f}**: one "
+                f"scenario has no interval, so no verdict. {only}")
     sign = "higher than" if d.lo > 0 else "lower than" if d.hi < 0 else "not distinguishable from"
+    few = (f" With under {FEW_SCENARIOS} shared scenarios a percentile bootstrap interval runs too narrow: read the "
+           "verdict as indicative." if d.n < FEW_SCENARIOS else "")
     return (f"On **{d.n}** shared scenarios (rubric {comp.rubric}), `{run_a}` − `{run_b}` = **{d.mean:+.3f}** "
-            f"(95% paired bootstrap interval {d.lo:+.3f} to {d.hi:+.3f}): a is {sign} b. "
-            f"Scenarios only in a: {comp.only_a}, only in b: {comp.only_b}.")
+            f"(95% paired bootstrap interval {d.lo:+.3f} to {d.hi:+.3f}): a is {sign} b.{few} {only}")

@@ -141,9 +141,11 @@ def filter_table(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 
 def family_scores(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Mean score per run and family with its scenario-clustered 95% bootstrap interval, and the best episode
-    (columns run, family, mean, lo, hi, max, n): a family's mean over a few scenarios is read with its width."""
+    (columns run, family, mean, lo, hi, max, n episodes, scenarios): a family's mean over a few scenarios is read with
+    its width, and over one scenario has none (NaN)."""
     grouped = frame.groupby(["run", "family"], observed=True)
     out = grouped["score"].agg(["mean", "max", "count"]).reset_index().rename(columns={"count": "n"})
+    out["scenarios"] = grouped["scenario"].nunique().to_numpy()
     intervals = [bootstrap_mean(rows["score"].to_numpy(), rows["scenario"].astype(str).tolist(), seed=seed)
                  for _, rows in grouped]
     out.insert(3, "lo", [iv.lo for iv in intervals])
@@ -153,7 +155,7 @@ def family_scores(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def component_means(frame: pd.DataFrame, components: Sequence[str], seed: int = 0) -> pd.DataFrame:
     """Mean of each rubric component per run with its scenario-clustered 95% bootstrap interval (long format:
-    run, component, mean, lo, hi, n), over every episode, gate-failed ones included, so the gate's own mean is
+    run, component, mean, lo, hi, n, scenarios), over every episode, gate-failed ones included, so the gate's own mean is
     the share that passed (``summary.json``'s components are over gate-passed episodes only); episodes without
     that component (still running) are left out."""
     rows = []
@@ -161,8 +163,9 @@ def component_means(frame: pd.DataFrame, components: Sequence[str], seed: int = 
         for component in (c for c in components if c in frame.columns):
             present = episodes[episodes[component].notna()]
             iv = bootstrap_mean(present[component].to_numpy(), present["scenario"].astype(str).tolist(), seed=seed)
-            rows.append({"run": run, "component": component, "mean": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n})
-    return pd.DataFrame(rows, columns=["run", "component", "mean", "lo", "hi", "n"])
+            rows.append({"run": run, "component": component, "mean": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n,
+                         "scenarios": present["scenario"].nunique()})
+    return pd.DataFrame(rows, columns=["run", "component", "mean", "lo", "hi", "n", "scenarios"])
 
 
 def display_frame(rows: pd.DataFrame) -> pd.DataFrame:

@@ -8,11 +8,12 @@ One ``RunSummary`` per run directory; every reader of runs (app, CLI, reports) r
 played more than once (K samples of one scenario are not independent).
 """
 
+import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.clarify.toolcalls import ends_inside_call
@@ -73,8 +74,9 @@ class RunSummary(BaseModel):
     """Episodes in the run."""
     n_scenarios: int
     avg_score: float
-    avg_score_ci: list[float]
-    """[lo, hi] of the 95% bootstrap interval of avg_score (clustered by scenario when K > 1)."""
+    avg_score_ci: list[Annotated[float, BeforeValidator(lambda v: math.nan if v is None else v)]]
+    """[lo, hi] of the 95% bootstrap interval of avg_score (clustered by scenario when K > 1); NaN (null on disk)
+    for a run of one scenario, which has no interval (``core.stats.MIN_UNITS``)."""
     completion_rate: float
     """Fraction of episodes whose plan passed the format gate."""
     format_pass_rate: float

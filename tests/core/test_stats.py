@@ -35,9 +35,16 @@ def test_clusters_widen_interval_for_correlated_rows():
     assert (clustered.hi - clustered.lo) > 2 * (naive.hi - naive.lo)
 
 
-def test_single_cluster_gives_its_mean():
-    iv = bootstrap_mean([1.0, 3.0], ["a", "a"])
-    assert iv.lo == pytest.approx(2.0) and iv.hi == pytest.approx(2.0)
+def test_one_unit_has_its_mean_and_no_interval():
+    """One cluster (or one row) resampled is itself: a zero-width interval would read as certainty."""
+    from core.stats import bootstrap_statistic
+
+    for iv, mean in ((bootstrap_mean([1.0, 3.0], ["a", "a"]), 2.0), (bootstrap_mean([2.0]), 2.0),
+                     (paired_difference([0.6], [0.4]), 0.2), (bootstrap_statistic(lambda idx: 2.0, 2, ["a", "a"]), 2.0),
+                     (bootstrap_statistic(lambda idx: 2.0, 1), 2.0)):
+        assert iv.mean == pytest.approx(mean) and math.isnan(iv.lo) and math.isnan(iv.hi)
+    two = bootstrap_mean([1.0, 3.0], ["a", "b"])
+    assert two.lo < two.mean < two.hi
 
 
 def test_paired_difference():

@@ -35,8 +35,8 @@ def test_family_bars_colour_by_family_and_pattern_by_run(frame):
     assert bars[0].marker.pattern.shape != bars[1].marker.pattern.shape
     scores = table.family_scores(frame)
     mine = scores[scores["run"] == "oracle"]
-    assert list(bars[0].error_y.array) == pytest.approx(list(mine["hi"] - mine["mean"]))  # each mean's 95% interval
-    assert list(bars[0].error_y.arrayminus) == pytest.approx(list(mine["mean"] - mine["lo"]))
+    assert list(bars[0].error_y.array) == pytest.approx(list(mine["hi"] - mine["mean"]), nan_ok=True)  # each mean's 95% interval
+    assert list(bars[0].error_y.arrayminus) == pytest.approx(list(mine["mean"] - mine["lo"]), nan_ok=True)
     ticks = [t for t in fig.data if t.type == "scatter"]
     assert max(ticks[0].y) == pytest.approx(frame[frame.run == "oracle"].score.max())
 
@@ -119,7 +119,7 @@ def test_every_text_from_data_is_escaped_in_every_replays_figure(frame):
     assert_escaped(plots.score_histogram(rows))  # legend entries and hover text
     assert_escaped(plots.questions_histogram(rows))
     means = pd.DataFrame({"run": [PAYLOAD, "b"], "component": [PAYLOAD, "FieldMatchRubric"], "mean": [0.5, 0.2],
-                          "lo": [0.4, 0.1], "hi": [0.6, 0.3], "n": [4, 4]})
+                          "lo": [0.4, 0.1], "hi": [0.6, 0.3], "n": [4, 4], "scenarios": [2, 2]})
     assert_escaped(plots.component_bars(means, {PAYLOAD: 0.5}))  # hover text names the run through meta
     bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=True, components={PAYLOAD: 0.0}, weights={PAYLOAD: 1.0})
     fig = plots.breakdown_bars(bd, recorded=Recorded(source=PAYLOAD, score=0.0, breakdown={PAYLOAD: 0.1}),
@@ -133,3 +133,14 @@ def test_an_overlong_name_is_cut_in_a_figure_with_its_length():
     bd = RewardBreakdown(rubric="v1", total=0.0, gate_passed=True, components={"x" * 10**6: 0.0}, weights={"x" * 10**6: 1.0})
     tick = plots.breakdown_bars(bd).data[0].x[0]
     assert len(tick) < 300 and "of 1,000,000 characters" in tick
+
+
+def test_a_mean_over_one_scenario_hovers_without_an_interval(frame):
+    """One scenario has no interval (core.stats.MIN_UNITS); the hover says so and counts episodes and scenarios."""
+    scores = table.family_scores(frame)
+    fig = plots.family_bars(scores)
+    texts = [t for trace in fig.data if trace.type == "bar" and trace.hovertext for t in trace.hovertext]
+    single = scores[scores["scenarios"] == 1].iloc[0]
+    assert any("(one scenario: no interval)" in t and f"{single.n} episode" in t and "over 1 scenario" in t
+               for t in texts)
+    assert plots.interval_text(0.25, 0.5) == "[0.250, 0.500]"

@@ -22,7 +22,7 @@ import numpy as np
 from core import calibration as cal
 from core.decision.data.natural import deciding_family, family_counts
 from core.decision.evaluation.evalsets import EvalItem
-from core.stats import Interval, bootstrap_mean, bootstrap_statistic
+from core.stats import Interval, bootstrap_mean, bootstrap_statistic, paired_statistic_difference
 
 RESAMPLES = 300
 """Bootstrap draws per interval: the view recomputes on every click (reports elsewhere use 1000)."""
@@ -135,16 +135,39 @@ def headline_metrics(probs: Sequence[Sequence[float]], labels: Sequence[int], cl
     come from here, so the two can never disagree on what a metric means.
     """
     base = cal.calibration_report(probs, labels, clusters, resamples=resamples, seed=seed)
+    metrics = {k: getattr(base, k) for k in cal.METRICS}
+    metrics.update({k: _interval(f, len(probs), clusters, seed, resamples)
+                    for k, f in _selective_statistics(probs, labels, nota).items()})
+    return metrics
+
+
+def _selective_statistics(probs: Sequence[Sequence[float]], labels: Sequence[int], nota: Sequence[int | None]):
+    """AURC and the NOTA rates as functions of a row-index draw (the metrics ``cal.METRICS`` does not hold)."""
     preds, y = np.array([int(np.argmax(p)) for p in probs]), np.array(labels)
 
     def nota_rate(which: str):
         return lambda idx: getattr(cal.nota_rates(preds[idx].tolist(), y[idx].tolist(), [nota[i] for i in idx]), which)
 
-    extra = {"aurc": lambda idx: cal.selective_curve([probs[i] for i in idx], y[idx].tolist()).aurc,
-             "nota_recall": nota_rate("recall"), "nota_false_alarm": nota_rate("false_alarm")}
-    metrics = {k: getattr(base, k) for k in ("accuracy", "ece", "brier", "mean_confidence")}
-    metrics.update({k: _interval(f, len(probs), clusters, seed, resamples) for k, f in extra.items()})
-    return metrics
+    return {"aurc": lambda idx: cal.selective_curve([probs[i] for i in idx], y[idx].tolist()).aurc,
+            "nota_recall": nota_rate("recall"), "nota_false_alarm": nota_rate("false_alarm")}
+
+
+def paired_metrics(items: Sequence[EvalItem], probs_a: Sequence[Sequence[float]], probs_b: Sequence[Sequence[float]],
+                   *, seed: int = 0, resample: str = CONTEXTS) -> dict[str, Interval]:
+    """Every METRICS entry of model A minus model B on the same rows, each bootstrap draw shared by both (paired):
+    two models' intervals can overlap while their difference on the same rows excludes 0."""
+    labels, clusters, nota = [it.label for it in items], clusters_of(items, resample), [it.nota for it in items]
+    out = {k: cal.paired_metric_difference(k, probs_a, probs_b, labels, clusters, resamples=RESAMPLES, seed=seed)
+           for k in cal.METRICS}
+    sel_a, sel_b = _selective_statistics(probs_a, labels, nota), _selective_statistics(probs_b, labels, nota)
+    pairs = {k: (sel_a[k], sel_b[k]) for k in sel_a}
+    pairs["classwise_ece"] = (_classwise_statistic(items, probs_a), _classwise_statistic(items, probs_b))
+    whole = np.arange(len(items))
+    for k, (fa, fb) in pairs.items():
+        undefined = not len(items) or math.isnan(fa(whole)) or math.isnan(fb(whole))
+        out[k] = NAN if undefined else paired_statistic_difference(fa, fb, len(items), clusters,
+                                                                    resamples=RESAMPLES, seed=seed)
+    return {k: out[k] for k, _ in METRICS}
 
 
 def probe_means(probs: Sequence[Sequence[float]], tags: Sequence[Sequence[str]], clusters: Sequence[str], *,
@@ -196,9 +219,12 @@ OUTSIDE_NOTE = (f"{OUTSIDE} the estimate lies outside its percentile interval: s
 
 
 def interval_cell(iv: Interval) -> str:
-    """``value [lo, hi]`` ("—" when undefined), marked when the value lies outside its interval."""
+    """``value [lo, hi]`` ("—" when undefined), marked when the value lies outside its interval; one context has a
+    value and no interval (``core.stats.MIN_UNITS``)."""
     if math.isnan(iv.mean):
         return "—"
+    if math.isnan(iv.lo):
+        return f"{iv.mean:.3f} (one context: no interval)"
     outside = f" {OUTSIDE}" if not iv.lo <= iv.mean <= iv.hi else ""
     return f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]{outside}"
 
@@ -208,11 +234,21 @@ def outside_note(rows: Sequence[Sequence[str]]) -> str:
     return OUTSIDE_NOTE if any(OUTSIDE in str(cell) for row in rows for cell in row) else ""
 
 
-def metrics_rows(reports: Sequence[ModelReport]) -> list[list[str]]:
-    """Table rows: metric, then ``value [lo, hi]`` per report ("—" when undefined)."""
-    rows = [[label] + [interval_cell(r.metrics[key]) for r in reports] for key, label in METRICS]
+def metrics_rows(reports: Sequence[ModelReport], paired: dict[str, Interval] | None = None) -> list[list[str]]:
+    """Table rows: metric, then ``value [lo, hi]`` per report ("—" when undefined), then the paired difference's
+    ``+d [lo, hi]`` when given."""
+    rows = [[label] + [interval_cell(r.metrics[key]) for r in reports] +
+            ([difference_cell(paired[key])] if paired else []) for key, label in METRICS]
     units = sorted({r.resampled for r in reports}) or [CONTEXTS]
-    return rows + [[f"rows ({' / '.join(units)} resampled)"] + [str(r.n) for r in reports]]
+    return rows + [[f"rows ({' / '.join(units)} resampled)"] + [str(r.n) for r in reports] +
+                   ([str(reports[0].n)] if paired else [])]
+
+
+def difference_cell(iv: Interval) -> str:
+    """A paired difference as the table shows it: signed, with its interval ("—" when undefined)."""
+    if math.isnan(iv.mean):
+        return "—"
+    return f"{iv.mean:+.3f}" + (" (one context: no interval)" if math.isnan(iv.lo) else f" [{iv.lo:+.3f}, {iv.hi:+.3f}]")
 
 
 def resampling_note(items: Sequence[EvalItem], resample: str = CONTEXTS) -> str:
@@ -333,6 +369,8 @@ class CalibrationView:
     references: list[TemperatureReference]
     seconds: float
     """Wall time of scoring and summarising."""
+    paired: dict[str, Interval] = field(default_factory=dict)
+    """With two models: the first minus the second on the same rows, for every METRICS entry (``paired_metrics``)."""
 
 
 def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = False, seed: int = 0,
@@ -342,13 +380,14 @@ def evaluate(deciders: dict, items: Sequence[EvalItem], *, temperature: bool = F
     _resample_unit(resample)  # before any model runs
     start = time.perf_counter()
     deadline = None if seconds is None else start + seconds
-    reports, refs = [], []
+    reports, refs, answers = [], [], []
     for name, decider in deciders.items():
-        probs = _probabilities_of(name, decider, items, deadline, seconds)
-        reports.append(model_report(name, items, probs, seed=seed, resample=resample))
+        answers.append(_probabilities_of(name, decider, items, deadline, seconds))
+        reports.append(model_report(name, items, answers[-1], seed=seed, resample=resample))
         if temperature:
-            refs.append(temperature_reference(name, items, probs, seed=seed, resample=resample))
-    return CalibrationView(reports, refs, time.perf_counter() - start)
+            refs.append(temperature_reference(name, items, answers[-1], seed=seed, resample=resample))
+    paired = paired_metrics(items, *answers, seed=seed, resample=resample) if len(answers) == 2 else {}
+    return CalibrationView(reports, refs, time.perf_counter() - start, paired)
 
 
 def probe_view(deciders: dict, items: Sequence[EvalItem], seed: int = 0,

@@ -109,9 +109,14 @@ def test_help_explains_every_flag(capsys):
     assert "clarifyrl-heldout" in flat and "generated:LO-HI" in flat and "clarifylab-cued-v3" in flat
 
 
-def test_nan_free_summary_for_single_episode():
+def test_a_single_episode_has_no_interval_written_as_null():
+    """One scenario has no interval (core.stats.MIN_UNITS): summary.json says null, strict JSON, and reads it back."""
     s = summarize(run_eval("oracle", load_scenarios("generated:0-0:easy")))
-    assert s.n == 1 and not math.isnan(s.avg_score_ci[0])
+    assert s.n == 1 and math.isnan(s.avg_score_ci[0]) and math.isnan(s.avg_score_ci[1])
+    text = s.model_dump_json()
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))["avg_score_ci"] == [None, None]
+    back = RunSummary.model_validate_json(text)
+    assert back.avg_score == s.avg_score and all(math.isnan(v) for v in back.avg_score_ci)
 
 
 def test_progress_bar_on_long_runs_only(capsys):
