@@ -355,9 +355,10 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
     if source in (evalsets.UPLOAD, evalsets.NATURAL):  # is the set the kind of text the models were trained on?
         states = [render_state(i.state) for i in items]
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())
-    rows = reports.metrics_rows(view.reports)
+    rows = reports.metrics_rows(view.reports, view.paired)
     note += f"\n\n{marked}" if (marked := reports.outside_note(rows)) else ""
-    table = pd.DataFrame(rows, columns=["metric"] + names)
+    paired = [f"{names[0]} − {names[1]} (paired, same rows)"] if view.paired else []
+    table = pd.DataFrame(rows, columns=["metric"] + names + paired)
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
 

@@ -214,3 +214,30 @@ def test_the_resampling_note_says_what_was_drawn():
     assert resampling_note([EvalItem("t1", "s", q, 0)], FAMILIES) == (
         "95% intervals resample whole contexts: these rows name no family")
     assert resampling_note(items).endswith("not about families never seen (resample families for that)")
+
+
+def test_one_context_has_its_value_and_no_interval():
+    """Three questions about one ticket are one resampling unit: the cell has the value, says why there is no
+    interval, and is not marked as outside one."""
+    items = [EvalItem("c0", "s", Noul("Page now?"), label) for label in (1, 0, 1)]
+    rep = model_report("m", items, [[0.2, 0.8], [0.3, 0.7], [0.4, 0.6]])
+    cells = {r[0]: r[1] for r in metrics_rows([rep])}
+    assert cells["accuracy"] == "0.667 (one context: no interval)" and OUTSIDE not in cells["ECE (15 bins)"]
+
+
+def test_paired_metrics_are_a_minus_b_on_shared_draws():
+    """A is right on every row, B on every other one: accuracy differs by exactly +0.5, and because both are read on
+    the same draws the interval is [+0.5, +0.5] whenever each context holds one right and one wrong B answer."""
+    from core.decision.evaluation.reports import difference_cell, paired_metrics
+
+    items = [EvalItem(f"c{i // 2}", "s", Noul("Page now?"), 1) for i in range(8)]
+    right, half = [[0.1, 0.9]] * 8, [[0.1, 0.9], [0.9, 0.1]] * 4
+    paired = paired_metrics(items, right, half)
+    assert paired["accuracy"].mean == pytest.approx(0.5) and (paired["accuracy"].lo, paired["accuracy"].hi) == \
+        pytest.approx((0.5, 0.5))
+    assert paired["mean_confidence"].mean == pytest.approx(0.0)
+    assert math.isnan(paired["nota_recall"].mean) and difference_cell(paired["nota_recall"]) == "—"
+    same = paired_metrics(items, half, half)
+    assert all(difference_cell(same[k]) == "+0.000 [+0.000, +0.000]" for k in ("accuracy", "ece", "brier", "aurc"))
+    rows = metrics_rows([model_report("a", items, right), model_report("b", items, half)], paired)
+    assert rows[0] == ["accuracy", rows[0][1], rows[0][2], "+0.500 [+0.500, +0.500]"] and rows[-1][-1] == "8"
