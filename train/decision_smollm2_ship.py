@@ -81,8 +81,10 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         if not r:
             return f"| {name} | not evaluated | | | |"
         k = r["by_kind"]
-        return (f"| {name} | {r['accuracy']:.3f} {r['intervals']['accuracy']['lo']:.3f}-{r['intervals']['accuracy']['hi']:.3f} | "
-                f"{r['ece']:.3f} | {k.get('choice', {}).get('accuracy', float('nan')):.3f} | "
+        ivs = r["intervals"]
+        return (f"| {name} | {r['accuracy']:.3f} {ivs['accuracy']['lo']:.3f}-{ivs['accuracy']['hi']:.3f} | "
+                f"{r['ece']:.3f} {ivs['ece']['lo']:.3f}-{ivs['ece']['hi']:.3f} | "
+                f"{k.get('choice', {}).get('accuracy', float('nan')):.3f} | "
                 f"{k.get('noul', {}).get('accuracy', float('nan')):.3f} |")
 
     return "\n".join([
@@ -102,7 +104,7 @@ def card(arm: str, dest: Path, report: dict, pipeline: str = "graft") -> str:
         "--out runs/data/decision --seed 0`), "
         f"{cfg['natural_share']:.0%} natural rows.", "",
         "## Measured (results/decision_smollm2_eval.json; 95% intervals over tickets)", "",
-        "| rows | accuracy [95%] | ECE | department | page-now |", "|---|---|---|---|---|",
+        "| rows | accuracy [95%] | ECE [95%] | department | page-now |", "|---|---|---|---|---|",
         row("natural held-out tickets (families never trained on)", nat), row("synthetic test prefix", syn),
         *([row("natural, as trained (no softening)", report["natural"][arm + AS_TRAINED]),
            row("synthetic, as trained", report.get("synthetic", {}).get(arm + AS_TRAINED, {}))]
@@ -165,7 +167,7 @@ def softening_section(card) -> list[str]:
         return []
     familiarity = ([f"The same reference is its familiarity signal: the share of the reference states farther from their "
                     f"centre than a state (standardised); it warns below {fit['warn_below']:.1%}, the 5th percentile of the "
-                    "fit's val states (what it flags: docs/decision_models.md, 'Familiarity').", ""]
+                    "fit's val states (what it flags: results/smollm2_decision/letter_softening/familiarity_probe.txt).", ""]
                    if "warn_below" in fit else [])
     if fit["fit"] == "off":
         return ["## As trained, with a familiarity signal", "",
@@ -180,8 +182,8 @@ def softening_section(card) -> list[str]:
             f"b = {fit['b']:.3f} ({whose}): nearness is the mean cosine of the state's standardised mean input to layer "
             f"{card.softening_layer} (below the adapter) to its {fit['nearest']} nearest of {fit['neighbours']} reference "
             f"states ({fit['reference']}; `softening.safetensors`, core/decision/softening.py). Fitted by Brier on "
-            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's reads and wall "
-            f"time: {fit.get('report', 'results/smollm2_decision/letter_softening/fit.json')}):", "", "```", fit["command"],
+            f"{fit['fit_rows']} val rows under results/smollm2_decision/letter_softening/rule.md (the fit's log and wall "
+            f"time: {fit.get('report', 'results/smollm2_decision/letter_softening/fit.log')}):", "", "```", fit["command"],
             "```", "", *familiarity]
 
 

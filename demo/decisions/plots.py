@@ -154,9 +154,11 @@ def selective_figure(reports: Sequence) -> go.Figure:
     """Risk (error rate among answered rows) vs coverage, answering the most confident rows first."""
     fig = go.Figure()
     for m, rep in enumerate(reports):
-        aurc = rep.metrics["aurc"].mean
+        aurc = rep.metrics["aurc"]
+        width = f" [{aurc.lo:.3f}, {aurc.hi:.3f}]" if _finite(aurc.lo) else ""
         fig.add_scatter(x=rep.curve.coverage, y=rep.curve.risk, mode="lines", line=dict(color=COLORS[m % 2], width=2.5),
-                        name=f"{plot_text(rep.name)} (AURC {aurc:.3f})" if _finite(aurc) else plot_text(rep.name),
+                        name=f"{plot_text(rep.name)} (AURC {aurc.mean:.3f}{width})" if _finite(aurc.mean)
+                        else plot_text(rep.name),
                         hovertemplate="coverage %{x:.0%}<br>risk %{y:.3f}<extra></extra>")
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="coverage (share of rows answered)", gridcolor="#e5e7eb")
     fig.update_yaxes(rangemode="tozero", title_text="risk (error rate when answering)", gridcolor="#e5e7eb")

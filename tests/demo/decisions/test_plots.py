@@ -83,7 +83,8 @@ def test_selective_curve_names_aurc_and_probe_bars_show_ideals():
     rep, items, probs = _report("m", 2)
     fig = selective_figure([rep])
     assert list(fig.data[0].x) == cal.selective_curve(probs, [it.label for it in items]).coverage
-    assert f"AURC {rep.metrics['aurc'].mean:.3f}" in fig.data[0].name
+    aurc = rep.metrics["aurc"]
+    assert f"(AURC {aurc.mean:.3f} [{aurc.lo:.3f}, {aurc.hi:.3f}])" in fig.data[0].name  # the legend gives its interval
     s = probe_summary("m", items, probs)
     fig = probe_figure([s], PUBLISHED_PROBE)
     assert [t.name for t in fig.data][:2] == ["m", "ideal"]
