@@ -27,6 +27,8 @@ from core.runs.transcripts import inert
 from demo.decisions import builder, examples, plots
 
 MAX_QUESTIONS = 6
+PAIRED_COLUMN = "paired: first − second"
+"""The Calibration table's last column with two models (short: the note under it names the two)."""
 SPACE_EVALUATION_SECONDS = setting("CLARIFYLAB_EVALUATION_SECONDS", 300.0, least=1, whole=False)
 """On a public Space, the wall time one Evaluate (or probe) may take reading its rows: each tab event serves one
 visitor at a time, so one upload of 5,000 long rows read in every order (hours on a real body) would hold everyone
@@ -357,8 +359,10 @@ def calibrate(models_dir: str, model_a: str, model_b: str, source: str, contexts
         note += "".join(f"\n\n{inert(set_note(_set_familiarity(d, states), k))}" for k, d in deciders.items())
     rows = reports.metrics_rows(view.reports, view.paired)
     note += f"\n\n{marked}" if (marked := reports.outside_note(rows)) else ""
-    paired = [f"{names[0]} − {names[1]} (paired, same rows)"] if view.paired else []
-    table = pd.DataFrame(rows, columns=["metric"] + names + paired)
+    if view.paired:
+        note += (f"\n\n{PAIRED_COLUMN}: {inert(names[0])} minus {inert(names[1])} on the same rows, each bootstrap draw "
+                 "shared by both, so it can exclude 0 where the two intervals overlap.")
+    table = pd.DataFrame(rows, columns=["metric"] + names + ([PAIRED_COLUMN] if view.paired else []))
     return [_error(None), _error(None), note, table, plots.reliability_figure(view.reports),
             plots.selective_figure(view.reports), *_reference(view)]
 

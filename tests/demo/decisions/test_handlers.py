@@ -169,8 +169,9 @@ def test_calibrate_on_an_upload_two_models_and_temperature(models_dir, tmp_path)
     out = h.calibrate(models_dir, "tiny-a", "tiny-b", "uploaded file", 100, str(path), True)
     set_err, model_err, note, table, reliability, selective, ref_note, ref_table = out
     assert not set_err["visible"] and not model_err["visible"] and note.startswith("5 rows from uploaded file")
-    paired = "tiny-a − tiny-b (paired, same rows)"
+    paired = h.PAIRED_COLUMN
     assert list(table.columns) == ["metric", "tiny-a", "tiny-b", paired] and table["metric"][0] == "accuracy"
+    assert f"{paired}: tiny-a minus tiny-b on the same rows" in note
     assert "[" in table["tiny-a"][0]  # value [lo, hi]
     assert table[paired][0].startswith(("+", "-")) and "[" in table[paired][0]  # the difference on the same rows
     assert len(reliability.data) == 7  # per model: accuracy, gap, counts; plus the diagonal
@@ -371,7 +372,7 @@ def test_calibration_and_probe_of_an_endpoint_equal_the_same_model_asked_locally
         out = h.calibrate(models_dir, "tiny-a", srv.url, SOURCES[0], 4, None, False)
         assert not out[0]["visible"] and not out[1]["visible"]
         table = out[3]
-        assert list(table.columns) == ["metric", "tiny-a", srv.url, f"tiny-a − {srv.url} (paired, same rows)"]
+        assert list(table.columns) == ["metric", "tiny-a", srv.url, h.PAIRED_COLUMN]
         assert list(table["tiny-a"]) == list(table[srv.url])  # same probabilities, same report
         assert table.iloc[0, 3] == "+0.000 [+0.000, +0.000]"  # and no difference on any draw
         probe = h.probe(models_dir, "tiny-a", srv.url, 20)

@@ -86,8 +86,7 @@ def test_calibration_and_probe_accept_it():
     out = h.calibrate("", "option-scorer", "decision-rlcd", SOURCES[0], 10, None, False)
     assert not out[0]["visible"] and not out[1]["visible"]
     table = out[3]
-    assert list(table.columns) == ["metric", "option-scorer", "decision-rlcd",
-                                   "option-scorer − decision-rlcd (paired, same rows)"]
+    assert list(table.columns) == ["metric", "option-scorer", "decision-rlcd", h.PAIRED_COLUMN]
     accuracy = float(table.loc[table["metric"] == "accuracy", "option-scorer"].iloc[0].split()[0])
     assert accuracy > 0.6  # the trained scorer, not chance (two to four options here)
     _, _, _, probe = h.probe("", "option-scorer", "", 20)
