@@ -22,6 +22,8 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.records import at_least, output_file  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_LOG = ROOT / "tests" / "fixtures" / "replay_runs" / "fixture-set" / "guess" / "episodes.jsonl"
 
@@ -71,10 +73,10 @@ def run(rounds: int, megabytes: float, budget_mb: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="8 rounds of 2 MB uploads, budget 8 MB")
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=at_least(1), default=30)
     parser.add_argument("--mb", type=float, default=8.0, help="size of each uploaded log")
     parser.add_argument("--budget-mb", type=float, default=48.0, help="the upload store's byte budget")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", type=output_file, default=None)
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.mb, args.budget_mb = 8, 2.0, 8.0

@@ -21,6 +21,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from core.records import at_least, output_file  # noqa: E402
 
 
 def free_port() -> int:
@@ -62,9 +65,9 @@ def import_costs() -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=at_least(1), default=3)
     parser.add_argument("--quick", action="store_true", help="one start only (the headline point)")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", type=output_file, default=None)
     args = parser.parse_args(argv)
     if args.quick:
         args.repeats = 1

@@ -37,6 +37,7 @@ from core.clarify.scenarios import generate_scenario  # noqa: E402
 from core.live.streaming import GenerationSettings, stream_turn  # noqa: E402
 from core.models.entries import SHIPPED_DIR, SHIPPED_POLICIES  # noqa: E402
 from core.models.loader import quantize_int8  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 
 GOAL = 1.05
 QWEN3_06B = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
@@ -137,8 +138,8 @@ def measure(label: str, model, tokenizer, tokens: int, rounds: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer tokens and rounds (about a minute)")
-    p.add_argument("--json", default=None, help="write the measurements as JSON here")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
+    p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
+    p.add_argument("--threads", type=at_least(1), default=1, help="torch CPU threads (1 on a shared 2-core box)")
     p.add_argument("--skip-big", action="store_true", help="skip the Qwen3-0.6B-shaped body")
     p.add_argument("--policy", type=Path, default=None, help="measure this policy folder instead of the shipped one")
     args = p.parse_args(argv)

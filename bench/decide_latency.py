@@ -33,6 +33,7 @@ from core.decision import Choice, Decider
 from core.decision.cost import CostModel, Shape, fit
 from core.decision.decider import Limits
 from core.decision.random_model import _WORDS, body_config, letter_tokenizer, random_body, random_rows
+from core.records import at_least, output_file  # noqa: E402
 
 BODIES = {
     "h256x6": dict(hidden=256, layers=6, heads=4, kv_heads=2, head_dim=64, intermediate=768),
@@ -186,9 +187,10 @@ def fit_rows(rows: list[dict]) -> list[tuple]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="headline body only, 7 sizes (about 2 minutes on an idle machine)")
-    ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads, the same for every path")
-    ap.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per path and size (at most 7 rounds)")
+    ap.add_argument("--json", type=output_file, help="write the results here")
+    ap.add_argument("--threads", type=at_least(1), default=1, help="torch threads, the same for every path")
+    ap.add_argument("--budget", type=at_least(0.01, whole=False), default=1.0,
+                    help="seconds of repeats per path and size (at most 7 rounds)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="what the ratios use: process CPU time (default; one thread only) or wall time")
     ap.add_argument("--fit", action="store_true", help="print cost-model coefficients fitted to these timings")
@@ -215,7 +217,6 @@ def main() -> None:
         result["fitted_cost_model"] = fit(fit_rows(rows)).__dict__
         print(f"fitted cost model: {result['fitted_cost_model']}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     for m in memory:
         print(f"peak memory MB, {m['body']} {m['questions']} q x {m['options']} options, {m['state_tokens']}-token state: "

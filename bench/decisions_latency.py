@@ -33,6 +33,7 @@ import torch  # noqa: E402
 
 from core.decision.export.published import export_decision  # noqa: E402
 from core.decision.random_model import letter_tokenizer, random_body, random_rows  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 from demo.decisions import builder  # noqa: E402
 from demo.decisions import handlers as h  # noqa: E402
 
@@ -118,10 +119,10 @@ def main() -> None:
                         help="the real-body arm timed beside it (skipped when absent)")
     parser.add_argument("--pooled-model", type=Path, default=ROOT / "checkpoints" / "decision-smollm2-pooled-rlcd",
                         help="the pooled readout over the same real body, timed too (skipped when absent)")
-    parser.add_argument("--real-threads", type=int, default=2, help="torch threads for the real body (2 CPUs)")
+    parser.add_argument("--real-threads", type=at_least(1), default=2, help="torch threads for the real body (2 CPUs)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no HTTP measurement")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--threads", type=at_least(1), default=1)
+    parser.add_argument("--json", type=output_file, default=None, help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     repeats = 10 if args.quick else 40
@@ -156,7 +157,6 @@ def main() -> None:
             r = results[name]
             print(f"{name:>20}: median {r['median_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     head = results["handler_one_model"]
     print(f"model: {described}")

@@ -33,6 +33,7 @@ from core.clarify.environment import ClarifyEnv  # noqa: E402
 from core.clarify.policies import make_policy  # noqa: E402
 from core.clarify.remote import connect, play_remote  # noqa: E402
 from core.clarify.scenarios import load_scenarios  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 
 CLIENTS = (1, 4, 16)
 POLICY = "oracle"
@@ -154,10 +155,11 @@ def stop_server(proc: subprocess.Popen) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="2 s per configuration instead of 8 s")
-    p.add_argument("--seconds", type=float, default=None, help="wall seconds per configuration (overrides --quick)")
-    p.add_argument("--workers", type=int, default=4, help="server processes for the main measurements")
-    p.add_argument("--client-procs", type=int, default=4, help="client processes the sessions are spread over")
-    p.add_argument("--json", default=None, help="write the measurements as JSON here")
+    p.add_argument("--seconds", type=at_least(0.001, whole=False), default=None,
+                   help="wall seconds per configuration (overrides --quick)")
+    p.add_argument("--workers", type=at_least(1), default=4, help="server processes for the main measurements")
+    p.add_argument("--client-procs", type=at_least(1), default=4, help="client processes the sessions are spread over")
+    p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
     args = p.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else 2.0 if args.quick else 8.0
     scenarios = load_scenarios("clarifyrl-heldout", 50)

@@ -22,6 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from core.clarify.environment import ClarifyEnv  # noqa: E402
 from core.clarify.policies import make_policy  # noqa: E402
 from core.clarify.scenarios import generate_scenario, load_scenarios  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 
 GOAL = 5_000
 
@@ -53,8 +54,9 @@ def measure(policy_name: str, rubric: str, scenarios, *, seconds: float, generat
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="0.3 s per configuration instead of 2 s")
-    p.add_argument("--json", default=None, help="write the measurements as JSON here")
-    p.add_argument("--seconds", type=float, default=None, help="CPU seconds per configuration (overrides --quick)")
+    p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
+    p.add_argument("--seconds", type=at_least(0.001, whole=False), default=None,
+                   help="CPU seconds per configuration (overrides --quick)")
     args = p.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else 0.3 if args.quick else 2.0
     scenarios = load_scenarios("clarifyrl-heldout")

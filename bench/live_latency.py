@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from core.records import at_least, output_file  # noqa: E402
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -193,8 +195,8 @@ def report(rows: list[dict]) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, 8 new tokens (about a minute)")
-    p.add_argument("--json", default=None, help="write the measurements as JSON here")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
+    p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
+    p.add_argument("--threads", type=at_least(1), default=1, help="torch CPU threads (1 on a shared 2-core box)")
     p.add_argument("--models", default=None, help=f"comma-separated subset of {', '.join(FULL)}")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else (QUICK if args.quick else FULL)

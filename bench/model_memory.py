@@ -22,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.records import output_file  # noqa: E402
+
 
 def rss_mb() -> float:
     """This process's resident memory and its peak so far, in MB (Linux /proc)."""
@@ -56,7 +58,7 @@ def run(quick: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the small shipped models only")
-    parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument("--json", type=output_file, help="write the result here")
     args = parser.parse_args(argv)
     result = run(args.quick)
     for row in result["series"]:

@@ -21,6 +21,7 @@ from transformers import AutoTokenizer
 from core.decision.option.model import OptionModel
 from core.decision.option.scorer import OptionScorer
 from core.decision.random_model import random_body
+from core.records import output_file  # noqa: E402
 
 WORDS = ("ticket customer charged twice invoice refund server disk deploy login phishing key export "
          "dashboard urgent week minor team blocked revenue account device statement fee").split()
@@ -93,7 +94,7 @@ def run(quick: bool, model: str) -> dict:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one repetition, fewer independence draws")
-    ap.add_argument("--json", default="", help="write the results here")
+    ap.add_argument("--json", type=output_file, default=None, help="write the results here")
     ap.add_argument("--model", default="checkpoints/option-scorer", help="option-scorer directory")
     args = ap.parse_args(argv)
     res = run(args.quick, args.model)

@@ -26,6 +26,7 @@ from core.runs.episode_table import Filters, filter_table  # noqa: E402
 from core.runs.eval import run_eval  # noqa: E402
 from core.runs.replays import _load_cached, find_episode, load_run  # noqa: E402
 from core.clarify.scenarios import load_scenarios  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 
 FILTERS = {
     "family": Filters(families=("event_planning",)),
@@ -80,8 +81,8 @@ def time_filters(frame, repeats: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the 10,000-episode headline point with fewer repeats")
-    parser.add_argument("--episodes", type=int, default=None, help="log size (default 10,000)")
-    parser.add_argument("--json", default=None, help="write the results as JSON to this path")
+    parser.add_argument("--episodes", type=at_least(1), default=None, help="log size (default 10,000)")
+    parser.add_argument("--json", type=output_file, default=None, help="write the results as JSON to this path")
     args = parser.parse_args(argv)
     n = args.episodes or 10000
     repeats = 3 if args.quick else 5

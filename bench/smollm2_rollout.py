@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from core.clarify.chat_policy import load_chat_policy  # noqa: E402
 from core.clarify.environment import ClarifyEnv  # noqa: E402
 from core.clarify.scenarios import load_scenarios  # noqa: E402
+from core.records import at_least, output_file  # noqa: E402
 from core.records import Generation  # noqa: E402
 
 
@@ -79,11 +80,11 @@ def grpo_steps(location: str, batch_kv: bool, threads: int, steps: int = 1) -> d
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a batch of 4 scenarios and one group (about a minute or two)")
-    p.add_argument("--json", default=None, help="write the measurements as JSON here")
+    p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
     p.add_argument("--policy", default="checkpoints/clarify-smollm2-warmup",
                    help="a model location (default: the best shipped SmolLM2 adapter)")
-    p.add_argument("--scenarios", type=int, default=None, help="scenarios in the eval batch (default 16, quick 4)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--scenarios", type=at_least(1), default=None, help="scenarios in the eval batch (default 16, quick 4)")
+    p.add_argument("--threads", type=at_least(1), default=2)
     args = p.parse_args(argv)
     import torch
 

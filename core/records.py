@@ -5,9 +5,11 @@ models with ``extra="forbid"``, so a malformed log or a typo in a field name fai
 edge instead of flowing on as a dict. The episode record is versioned (``EPISODE_VERSION``).
 """
 
+import argparse
 import math
 import os
-from typing import Annotated, Any, Literal, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Mapping
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -92,6 +94,33 @@ def port(text: str) -> int:
     if number is None or not 0 <= number <= 65535:
         raise ValueError(f"not a port: {text!r}")  # argparse words it as "invalid port value: '...'"
     return number
+
+
+def at_least(least: float, whole: bool = True) -> Callable[[str], int | float]:
+    """An argparse ``type`` for a count or a duration: a number >= ``least``, whole unless ``whole`` is False (argparse
+    names a refusal "invalid whole number >= 1 value: '0'", from the function's name)."""
+    def number(text: str) -> int | float:
+        value = form_number(text, whole)
+        if value is None or value < least:
+            raise ValueError(text)
+        return value
+
+    number.__name__ = f"{'whole number' if whole else 'number'} >= {least:g}"
+    return number
+
+
+def output_file(text: str) -> Path:
+    """An argparse ``type`` for a file a run writes when it ends (a bench's ``--json``): its folder is made now, and one
+    that cannot be made or written is refused before the run spends its minutes."""
+    path = Path(text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot make the folder of {text}: {err.strerror}") from None
+    if path.is_dir() or not os.access(path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: " + ("it is a folder" if path.is_dir() else
+                                                                      "its folder is not writable"))
+    return path
 
 
 def text_problem(text: str) -> str | None:

@@ -18,3 +18,13 @@ def test_bench_writes_json_and_prints_headline_last(tmp_path):
     assert result["episodes_per_second"] == min(rates) > 0
     assert {(r["policy"], r["rubric"]) for r in result["configurations"]} >= {("oracle", "v1"), ("oracle", "v2")}
     assert done.stdout.strip().splitlines()[-1].startswith("slowest configuration")
+
+
+def test_a_json_path_that_cannot_be_written_is_refused_before_measuring(tmp_path):
+    """Every bench's --json is checked as it is parsed (core.records.output_file): a run of many minutes used to
+    end in FileNotFoundError and lose its measurements."""
+    (tmp_path / "file").write_text("")
+    done = subprocess.run([sys.executable, "bench/env_throughput.py", "--json", str(tmp_path / "file" / "x.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "argument --json: cannot make the folder of" in done.stderr
+    assert "Traceback" not in done.stderr and "episodes" not in done.stdout

@@ -71,3 +71,32 @@ def test_port_refuses_the_rest(text):
 
     with pytest.raises(ValueError):
         port(text)
+
+
+def test_at_least_reads_counts_and_durations_and_names_what_it_takes():
+    import argparse
+
+    from core.records import at_least
+
+    assert at_least(1)("3") == 3 and at_least(0.1, whole=False)("0.5") == 0.5
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=at_least(1))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--repeats", "0"])
+    for bad in ("0", "-1", "2.5", "x", "nan"):
+        with pytest.raises(ValueError):
+            at_least(1)(bad)
+
+
+def test_output_file_makes_its_folder_or_refuses_before_the_run(tmp_path):
+    import argparse
+
+    from core.records import output_file
+
+    assert output_file(str(tmp_path / "new" / "x.json")) == tmp_path / "new" / "x.json"
+    assert (tmp_path / "new").is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot make the folder of"):
+        output_file(str(tmp_path / "file" / "x.json"))  # a file stands where the folder would be
+    with pytest.raises(argparse.ArgumentTypeError, match="it is a folder"):
+        output_file(str(tmp_path))
