@@ -60,15 +60,22 @@ def models_folder(model: Path, workdir: Path) -> tuple[str, list[str], str]:
 
 def timed(fn, repeats: int) -> dict:
     """Median, p90 and min wall milliseconds of ``fn()`` after two warm-up calls."""
-    for _ in range(2):
-        fn()
-    ms = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        ms.append(1000 * (time.perf_counter() - start))
-    ms.sort()
-    return {"median_ms": statistics.median(ms), "p90_ms": ms[int(0.9 * (len(ms) - 1))], "min_ms": ms[0], "n": repeats}
+    return interleaved({"fn": fn}, repeats)["fn"]
+
+
+def interleaved(runs: dict, repeats: int) -> dict[str, dict]:
+    """``timed`` for variants side by side: two warm-up calls each, then ``repeats`` rounds calling each once, in an
+    order that alternates, so no variant always runs first or in a block of its own while the machine's load moves."""
+    for fn in runs.values():
+        fn(), fn()
+    ms = {name: [] for name in runs}
+    for r in range(repeats):
+        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
+            start = time.perf_counter()
+            runs[name]()
+            ms[name].append(1000 * (time.perf_counter() - start))
+    return {name: {"median_ms": statistics.median(v), "p90_ms": sorted(v)[int(0.9 * (len(v) - 1))], "min_ms": min(v),
+                   "n": repeats} for name, v in ms.items()}
 
 
 def http_score(models_dir: str, key: str, state: str, questions: dict, repeats: int) -> dict:
@@ -88,14 +95,18 @@ def http_score(models_dir: str, key: str, state: str, questions: dict, repeats: 
         blocks.close()
 
 
-def real_body(folder: Path, state: str, n, fields, repeats: int, threads: int) -> dict:
-    """The Ask on an arm over the real base, after one untimed call that loads the base."""
+def real_body(folder: Path, state: str, n, fields, repeats: int, threads: int, variants: dict | None = None) -> dict:
+    """The Ask on an arm over the real base, after one untimed call that loads the base; with ``variants`` (name ->
+    the Decider settings ``varied`` sets), each of those Asks too, interleaved with it: name -> its timing."""
     torch.set_num_threads(threads)
     real_dir, real = str(folder.parent), folder.name
     out = h.ask(real_dir, real, "", state, n, *fields)
     assert out[-1], f"the Ask on {real} failed: {[u['value'] for u in out[:4 + h.MAX_QUESTIONS] if u['visible']]}"
-    return {**timed(lambda: h.ask(real_dir, real, "", state, n, *fields), repeats), "model": real, "threads": threads,
-            "goal_ms": REAL_GOAL_MS}
+    ask = lambda: h.ask(real_dir, real, "", state, n, *fields)  # noqa: E731
+    runs = {"as shipped": ask,
+            **{name: (lambda s=settings: varied(folder, ask, **s)) for name, settings in (variants or {}).items()}}
+    return {name: {**t, "model": real, "threads": threads, "goal_ms": REAL_GOAL_MS}
+            for name, t in interleaved(runs, repeats).items()}
 
 
 def varied(folder: Path, run, **settings) -> dict:
@@ -144,12 +155,11 @@ def main() -> None:
             results["http_score"] = http_score(models_dir, keys[0], state, questions, repeats)
         for key, folder, card in (("real_body_handler", args.real_model, "decision.json"),
                                   ("real_body_pooled_handler", args.pooled_model, "pooled.json")):
-            if (folder / card).is_file():
-                results[key] = real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads)
-                if key == "real_body_handler":  # side by side, what its softening and every choice order cost
-                    again = lambda: real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads)  # noqa: E731
-                    results["real_body_unsoftened_handler"] = varied(folder, again, temperature=None)
-                    results["real_body_cyclic_handler"] = varied(folder, again, choice_orders="cyclic")
+            if (folder / card).is_file():  # the letter arm beside what its softening and every choice order cost
+                variants = ({"real_body_unsoftened_handler": {"temperature": None},
+                             "real_body_cyclic_handler": {"choice_orders": "cyclic"}} if key == "real_body_handler" else {})
+                timings = real_body(folder, state, n, fields, max(5, repeats // 2), args.real_threads, variants)
+                results.update({key if name == "as shipped" else name: t for name, t in timings.items()})
                 torch.set_num_threads(args.threads)
     for name in ("model_call_only", "handler_two_models", "http_score", "real_body_handler",
                  "real_body_unsoftened_handler", "real_body_cyclic_handler", "real_body_pooled_handler"):

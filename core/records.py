@@ -3,6 +3,8 @@
 Everything written to disk or handed between core, demo and train is one of these pydantic
 models with ``extra="forbid"``, so a malformed log or a typo in a field name fails loudly at the
 edge instead of flowing on as a dict. The episode record is versioned (``EPISODE_VERSION``).
+The edge's readers of plain values live here too (a form's number, an operator's setting, a flag's count, port
+or output file), so every edge reads each one way and words a refusal the same.
 """
 
 import argparse
