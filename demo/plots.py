@@ -146,7 +146,7 @@ def component_bars(means: pd.DataFrame, weights: dict[str, float] | None = None)
         means: ``core.runs.episode_table.component_means`` output (run, component, mean, lo, hi, n).
         weights: component -> weight, shown in the axis labels when given.
     """
-    title = "Mean rubric components over the selected episodes (gate-failed too), with their 95% intervals"
+    title = "Rubric components: mean over the selected episodes, ± 95% interval"
     if means.empty:
         return _empty(title, "no rubric breakdowns in the selection")
     weights = weights or {}
@@ -218,11 +218,12 @@ def _why_zero(fig: go.Figure, reasons: dict[str, str]) -> None:
                       margin=dict(l=50, r=20, t=70, b=60 + 18 * len(lines)))
 
 
-def difference_bars(table: pd.DataFrame, run_a: str, run_b: str) -> go.Figure:
-    """Per-scenario score difference (a - b), coloured by family, sorted."""
+def difference_bars(table: pd.DataFrame, run_a: str, run_b: str, empty: str = "the two runs share no scenario"
+                    ) -> go.Figure:
+    """Per-scenario score difference (a - b), coloured by family, sorted; ``empty`` says why there is none."""
     title = f"Score difference per shared scenario: {label(run_a)} − {label(run_b)}"
     if table.empty:
-        return _empty(title, "the two runs share no scenario")
+        return _empty(title, empty)
     rows = table.sort_values("diff", kind="stable")
     fig = go.Figure(layout=dict(title=title, barmode="relative", **_LAYOUT))
     for family in rows["family"].unique():  # one trace a family, so the legend names each colour

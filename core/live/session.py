@@ -311,6 +311,10 @@ def heard(session: LiveSession, turn: int, answer: str) -> None:
     session.env.beliefs.steps.append(belief_step(session.env, turn, asked, agent.fields, set(agent.answered)))
 
 
+PLAYED = {"ask_question": "question asked", "propose_plan": "plan proposed", "get_task_info": "task info read"}
+"""The status line after a visitor's own move, in words (it read ``ask_question done``)."""
+
+
 def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
     """Agent mode: the person calls a tool (its text is the question or the plan JSON)."""
     if session is None:
@@ -346,7 +350,7 @@ def agent_move(session: LiveSession, tool: str, text: str = "") -> LiveSession:
         raise LiveError(f"unknown tool {tool!r}")
     session = copy.deepcopy(session)
     session.env.step(call, render_tool_call(call))
-    session.status = f"{tool} done"
+    session.status = PLAYED[tool]
     settle(session)
     return session
 

@@ -70,6 +70,8 @@ FEW_SCENARIOS = 10
 short of 95% on few units)."""
 SHOWN_COLUMNS = ["scenario", "family", "difficulty", "score_a", "score_b", "diff"]
 """The per-scenario table's columns a reader sees (``Comparison.table`` adds the two episode ids)."""
+SHOWN_HEADERS = ["scenario", "family", "difficulty", "a: mean score", "b: mean score", "a − b"]
+"""Their headers: a scenario's score is the mean over the run's samples of it (K of them)."""
 
 
 def _per_scenario(frame: pd.DataFrame) -> pd.DataFrame:

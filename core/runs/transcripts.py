@@ -107,6 +107,11 @@ def _block(call: str, result: dict, reward: float, title_tail: str) -> Message:
     return {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}
 
 
+NO_REVEAL = "revealed nothing: no field of this user's profile matched the question's words"
+"""An answered question that revealed no field (the simulated user matches a question's words to its profile's
+fields; a field the family has but this user's profile lacks cannot be revealed)."""
+
+
 def _ask_messages(turn: Turn) -> list[Message]:
     question = str(turn.call.arguments.get("question", ""))
     res = turn.result
@@ -119,7 +124,7 @@ def _ask_messages(turn: Turn) -> list[Message]:
     elif res.get("duplicate"):
         outcome = "field already revealed"
     else:
-        outcome = "no field matched"
+        outcome = NO_REVEAL
     out = [{"role": "assistant", "content": inert(question) if question else "(empty question)"},
            _block(turn.raw.strip(), res, turn.reward, f"ask_question → {outcome}")]
     if res.get("answer"):
@@ -229,7 +234,8 @@ def marks_frame(marks: list[FieldMark]) -> "pd.DataFrame":
     rows = [{"field": ("★ " if m.critical else "") + shown(m.field), "hidden": shown(m.hidden or "—"),
              "plan": shown(m.planned or "—"), "revealed": tick(m.revealed),
              "matched": tick(m.matched) if m.hidden else "",
-             "hallucinated": "⚠" if m.hallucinated else ""} for m in marks]
+             "hallucinated": ("⚠ (empty, still judged)" if not m.planned else "⚠") if m.hallucinated else ""}
+            for m in marks]
     return pd.DataFrame(rows, columns=MARK_COLUMNS)
 
 
@@ -249,7 +255,8 @@ def zero_reasons(episode: Episode) -> dict[str, str]:
         "FieldMatchRubric": "no plan" if plan is None else "no planned value matches the hidden profile",
         "InfoGainRubric": f"no question revealed a critical field ({', '.join(sc.critical_fields) or 'none'})",
         "QuestionEfficiencyRubric": f"all {sc.max_questions} questions of the budget were asked",
-        "HallucinationCheckRubric": "every judged plan key was stated without a question revealing it",
+        "HallucinationCheckRubric": "every judged plan key was stated without a question revealing it (an empty "
+                                    "value too: the rubric judges the key, not its value)",
     }
     reasons = {k: why.get(k, "the rubric gave 0") for k, v in b.components.items() if v == 0}
     if not b.gate_passed:

@@ -40,9 +40,10 @@ KINDS = [("Choice", "choice"), ("Score (ordered)", "score"), ("Yes/no", "noul")]
 CACHE = ModelCache(open_decider=open_decider)
 TRUTH_COLUMN = "known answer"
 TABLE_COLUMNS = ["model", "q", "answer", "System One confidence", "confidence from", "max p", "entropy conf.",
-                 "score / p(true)", "top-two gap", "input vs training", TRUTH_COLUMN]
+                 "E[level] / p(true)", "top-two gap", "input vs training", TRUTH_COLUMN]
 """System One's confidence (a letter model's: rescaled max p, 0 uniform, 1 one-hot; the option scorer's:
-its confidence head), what it came from, and max p (the top probability) beside it; last, an example's known answer."""
+its confidence head), what it came from, and max p (the top probability) beside it; a score question's expected level
+(0 = its first level) or a yes/no question's p(true); last, an example's known answer."""
 TRUTH_NOTE = ("**known answer** (the table's last column; a dark tick on the chart): what the rules of the data this "
               "example is written like say of each answer (the last example: its author's label); an edited state or "
               "question has none.")

@@ -19,6 +19,8 @@ COLORS = ("#2563eb", "#ea580c")
 """Model A, model B."""
 PALE = ("#bfdbfe", "#fed7aa")
 """The same hues for options that were not chosen."""
+GAP_PATTERNS = ("/", "\\")
+"""Each model's gap to confidence, hatched in its own colour and direction: two models' swatches differ."""
 FONT = dict(family="system-ui, sans-serif", size=13)
 KNOWN = "#111827"
 """The known answer's tick: dark, apart from both models' colours."""
@@ -132,8 +134,8 @@ def reliability_figure(reports: Sequence) -> go.Figure:
                                   "mean confidence %{customdata[1]:.3f}<br>%{customdata[0]} rows<extra></extra>",
                     row=1, col=1)
         fig.add_bar(x=xs, y=[b.confidence - b.accuracy for b in full], base=[b.accuracy for b in full], width=width,
-                    name=f"{plot_text(rep.name)}: gap to confidence", marker=dict(color="rgba(220,38,38,0.18)",
-                    line=dict(color="#dc2626", width=1), pattern=dict(shape="/", fgcolor="#dc2626", size=5)),
+                    name=f"{plot_text(rep.name)}: gap to confidence", marker=dict(color="rgba(255,255,255,0.55)",
+                    line=dict(color=c, width=1), pattern=dict(shape=GAP_PATTERNS[m % 2], fgcolor=c, size=5)),
                     legendgroup=plot_text(rep.name), hoverinfo="skip", row=1, col=1)
         fig.add_bar(x=x, y=[b.count for b in bins], width=width, marker_color=pale, marker_line_color=c,
                     marker_line_width=1, name=f"{plot_text(rep.name)}: rows", legendgroup=plot_text(rep.name), showlegend=False,
@@ -161,9 +163,9 @@ def selective_figure(reports: Sequence) -> go.Figure:
                         else plot_text(rep.name),
                         hovertemplate="coverage %{x:.0%}<br>risk %{y:.3f}<extra></extra>")
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="coverage (share of rows answered)", gridcolor="#e5e7eb")
-    fig.update_yaxes(rangemode="tozero", title_text="risk (error rate when answering)", gridcolor="#e5e7eb")
-    fig.update_layout(height=360, plot_bgcolor="white", font=FONT, margin=dict(l=10, r=10, t=50, b=40),
-                      title=dict(text="Selective prediction: lower is better", x=0, font_size=15),
+    fig.update_yaxes(rangemode="tozero", title_text="error rate when answering", gridcolor="#e5e7eb")
+    fig.update_layout(height=380, plot_bgcolor="white", font=FONT, margin=dict(l=10, r=10, t=70, b=40),
+                      title=dict(text="Selective prediction: lower is better", x=0, y=0.97, font_size=15),
                       legend=dict(orientation="h", y=-0.25))
     return fig
 

@@ -24,7 +24,7 @@ EPISODE_CHOICES_MAX = 1000
 """Episode picker entries; more filtered rows than this are reachable by clicking the table."""
 GATES = ["any", "pass", "fail"]
 PICK_HINT = "Pick an episode: click a row of the table, or choose one in the Episode list."
-RUN_COLUMNS = ["run", "policy", "rubric", "scenarios", "n", "avg score", "95% interval", "completion"]
+RUN_COLUMNS = ["run", "policy", "rubric", "scenarios", "episodes", "avg score", "95% interval", "completion"]
 
 
 def no_pair() -> tuple[dict, dict]:
@@ -36,8 +36,8 @@ def no_pair() -> tuple[dict, dict]:
 
 def _runs_frame(infos: list[replays.RunInfo]) -> pd.DataFrame:
     rows = [{"run": r.name, "policy": r.policy, "rubric": r.rubric, "scenarios": r.scenarios,
-             "n": r.n, "avg score": "" if r.avg_score is None else f"{r.avg_score:.3f}",  # 0.780, not 0.78
-             "95% interval": "" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",
+             "episodes": r.n, "avg score": "" if r.avg_score is None else f"{r.avg_score:.3f}",  # 0.780, not 0.78
+             "95% interval": "—" if r.ci is None else f"{r.ci[0]:.3f} – {r.ci[1]:.3f}",  # one scenario: none
              "completion": None if r.completion_rate is None else f"{r.completion_rate:.0%}"}
             for r in infos]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -95,7 +95,10 @@ def filter_episodes(root, uploads, runs, families, difficulties, score_min, scor
              for r, e, s in zip(head["run"].astype(str), head["episode"], head["score"])]
     count = f"**{len(rows)}** episode{'' if len(rows) == 1 else 's'}" + (f" (picker lists the first {EPISODE_CHOICES_MAX}; click a row for the rest)"
                                            if len(rows) > EPISODE_CHOICES_MAX else "")
-    return table.display_frame(rows), gr.update(choices=picks), f"{warn}\n\n{count}" if warn else count
+    if not picks:  # nothing passes: the picker empties (it had kept the last key, shown raw, and its episode)
+        count += ": no episode passes these filters"
+    picker = gr.update(choices=picks) if picks else gr.update(choices=[], value=None)
+    return table.display_frame(rows), picker, f"{warn}\n\n{count}" if warn else count
 
 
 def pick_row(shown: pd.DataFrame, evt: gr.SelectData):
@@ -216,10 +219,12 @@ def compare(root, uploads, run_a, run_b):
     try:
         comp = replays.compare_named(root, run_a, run_b, uploads)
     except replays.VIEW_ERRORS as exc:
-        return (f"⚠ {transcripts.inert(exc)}", None, plots.difference_bars(pd.DataFrame(), run_a, run_b),
+        return (f"⚠ {transcripts.inert(exc)}", None,
+                plots.difference_bars(pd.DataFrame(), run_a, run_b, "not compared: the note above says why"),
                 gr.update(choices=[], value=None), *no_pair())
     gap = comparison.largest_gap(comp)
-    return (comparison.comparison_note(comp, run_a, run_b), comp.table[comparison.SHOWN_COLUMNS],
+    shown = comp.table[comparison.SHOWN_COLUMNS].set_axis(comparison.SHOWN_HEADERS, axis=1)
+    return (comparison.comparison_note(comp, run_a, run_b), shown,
             plots.difference_bars(comp.table, run_a, run_b),
             gr.update(choices=list(comp.table["scenario"]), value=gap),
             *(compare_episode(root, uploads, run_a, run_b, gap) if gap else no_pair()))

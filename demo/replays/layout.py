@@ -12,7 +12,7 @@ import gradio as gr
 
 from core.clarify.families import DIFFICULTIES, FAMILIES
 from core.records import Termination
-from core.runs.comparison import SHOWN_COLUMNS
+from core.runs.comparison import SHOWN_HEADERS
 from core.runs.episode_table import TABLE_COLUMNS
 from core.runs.transcripts import MARK_COLUMNS, MARKS_TITLE
 from demo.plots import family_legend
@@ -95,7 +95,7 @@ def _compare_tab() -> SimpleNamespace:
     note = gr.Markdown()
     plot = gr.Plot(show_label=False)
     table = gr.Dataframe(interactive=False, max_height=300, label="Per-scenario scores", wrap=True,
-                         headers=SHOWN_COLUMNS, elem_classes=["whole-words", "wide-table"],
+                         headers=SHOWN_HEADERS, elem_classes=["whole-words", "wide-table"],
                          column_widths=["34%", "18%", "12%", "12%", "12%", "12%"])
     scenario = gr.Dropdown([], label="Shared scenario to read side by side (the largest gap first)",
                            allow_custom_value=True)

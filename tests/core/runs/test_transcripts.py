@@ -32,7 +32,7 @@ def test_chat_has_request_questions_answers_calls_and_verdict(guess):
 
 def test_a_question_that_matches_nothing_says_so(guess):
     title = chat_messages(guess["seed2_event_planning_medium"])[2]["metadata"]["title"]
-    assert title.startswith("ask_question → no field matched") and "+0.02" in title
+    assert title.startswith("ask_question → revealed nothing: no field of this user") and "+0.02" in title
 
 
 def test_unparseable_turn_is_shown_with_its_reason(guess):
@@ -54,7 +54,7 @@ def test_a_plan_too_deep_to_parse_is_shown_as_its_text(guess):
 @pytest.mark.parametrize("result, outcome", [
     ({"answer": "x", "field_revealed": "date"}, "revealed `date`"),       # new field
     ({"answer": "x", "field_revealed": None, "duplicate": True}, "field already revealed"),
-    ({"answer": "x", "field_revealed": None}, "no field matched"),
+    ({"answer": "x", "field_revealed": None}, "revealed nothing"),
     ({"answer": "done", "over_cap": True}, "over budget"),
     ({"error": "episode already ended"}, "error: episode already ended"),
 ])
@@ -191,6 +191,21 @@ def test_marks_follow_what_the_rubric_judges():
     for rubric, unknown_marked, extra_marked in (("v1", True, False), ("v2", False, True)):
         marks = {m.field: m for m in field_marks(Episode(scenario=scenario, policy="guess", rubric=rubric, plan=plan))}
         assert (marks[spare].hallucinated, marks["mood"].hallucinated) == (unknown_marked, extra_marked), rubric
+
+
+def test_an_empty_value_the_rubric_judges_says_so():
+    """Submitting the template with every value empty: the rubric still judges each key, and the mark says the value
+    was empty rather than only "made up"."""
+    from core.clarify.rubrics import hallucination_check
+    from core.clarify.scenarios import generate_scenario
+    from core.records import Episode
+
+    scenario = generate_scenario(50000, "easy")
+    plan = dict.fromkeys(scenario.hidden_profile, "")
+    episode = Episode(scenario=scenario, policy="guess", rubric="v1", plan=plan)
+    frame = marks_frame(field_marks(episode))
+    assert hallucination_check(scenario, plan, []) == 0.0
+    assert set(frame["hallucinated"]) == {"⚠ (empty, still judged)"} and set(frame["plan"]) == {"—"}
 
 
 def test_marks_count_what_hallucination_check_scores_on_every_shipped_episode():

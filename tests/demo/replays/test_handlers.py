@@ -54,6 +54,14 @@ def test_filter_episodes(root):
     shown, _, _ = h.filter_episodes(root, {}, [ORACLE, GUESS], ["event_planning"], ["medium"],
                                     0.5, 1.0, "pass", ["plan"], "")
     assert list(shown["episode"]) == ["seed2_event_planning_medium#0"]
+    assert "value" not in picker  # episodes pass: the shown episode stays
+
+
+def test_a_filter_nothing_passes_empties_the_picker(root):
+    """The picker had kept the last episode's key (shown raw) and the view its episode, under "0 episodes"."""
+    shown, picker, count = h.filter_episodes(root, {}, [ORACLE], [], [], 0.0, 1.0, "any", [], "no such words at all")
+    assert shown.empty and picker == {"__type__": "update", "choices": [], "value": None}
+    assert count == "**0** episodes: no episode passes these filters"
 
 
 def test_pick_row_returns_that_rows_episode(root):
@@ -194,6 +202,8 @@ def test_compare_refuses_runs_of_different_rubric_versions(root):
     note, diff, fig, scenarios, *_ = h.compare(root, {}, ORACLE, "fixture-set/guess-v2")
     assert note.startswith("⚠") and "rubric v1" in note and "under v2" in note and "not comparable" in note
     assert diff is None and scenarios["choices"] == [] and not fig.data
+    words = " ".join(a.text for a in fig.layout.annotations)
+    assert "not compared" in words and "share no scenario" not in words  # the chart agrees with the note
 
 
 def test_compare_returns_the_transcripts_of_the_runs_it_compares(root):
