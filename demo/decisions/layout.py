@@ -159,7 +159,8 @@ def _calibration_panel(models_dir: gr.State):
             summary = gr.Markdown()
             table = gr.Dataframe(label="Metrics with 95% intervals", interactive=False, wrap=True,
                                  headers=["metric", "model", "compared with"], elem_id="dq-metrics",
-                                 column_widths=["22%", "26%", "26%", "26%"])  # two models and their paired column fit
+                                 column_widths=["22%", "26%", "26%", "26%"],  # two models and their paired column fit
+                                 max_height=720)  # every metric row on screen once the paired cells wrap
             reliability = gr.Plot(show_label=False, elem_id="dq-reliability")
             selective = gr.Plot(show_label=False, elem_id="dq-selective")
             ref_note = gr.Markdown(visible=False, elem_classes="dq-posthoc")
