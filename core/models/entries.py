@@ -132,13 +132,19 @@ class Availability:
 
 # Facts from the published ClarifyRL model cards and scoreboard (avg score on the published 50).
 PUBLISHED_POLICIES = (
-    ("Champion", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b-run7", "Qwen3-1.7B, beta 0.3; scoreboard avg 0.0754 on the published 50"),
-    ("Restrain", "Kanan2005/clarify-rl-grpo-qwen3-1-7b-run6", "Qwen3-1.7B, beta 1.0; scoreboard avg 0.0607 on the published 50"),
-    ("Anchor", "anurag203/clarify-rl-run4-qwen3-1.7b-beta0.2", "Qwen3-1.7B, beta 0.2; scoreboard avg 0.0560 on the published 50"),
-    ("Drift", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b", "Qwen3-1.7B, beta 0; scoreboard avg 0.0286 on the published 50"),
-    ("Probe", "agarwalanu3103/clarify-rl-grpo-qwen3-0-6b", "Qwen3-0.6B, beta 0; scoreboard avg 0.0076 on the published 50"),
+    ("Champion", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b-run7",
+     "Qwen3-1.7B, beta 0.3; scoreboard avg 0.0754 on the published 50"),
+    ("Restrain", "Kanan2005/clarify-rl-grpo-qwen3-1-7b-run6",
+     "Qwen3-1.7B, beta 1.0; scoreboard avg 0.0607 on the published 50"),
+    ("Anchor", "anurag203/clarify-rl-run4-qwen3-1.7b-beta0.2",
+     "Qwen3-1.7B, beta 0.2; scoreboard avg 0.0560 on the published 50"),
+    ("Drift", "agarwalanu3103/clarify-rl-grpo-qwen3-1-7b",
+     "Qwen3-1.7B, beta 0; scoreboard avg 0.0286 on the published 50"),
+    ("Probe", "agarwalanu3103/clarify-rl-grpo-qwen3-0-6b",
+     "Qwen3-0.6B, beta 0; scoreboard avg 0.0076 on the published 50"),
     ("base 0.6B", "Qwen/Qwen3-0.6B", "untrained base; scoreboard avg 0.0000 on the published 50"),
-    ("base 1.7B", "Qwen/Qwen3-1.7B", "untrained base; scoreboard avg 0.0669 on the published 50 (its card says 0.0631)"),
+    ("base 1.7B", "Qwen/Qwen3-1.7B",
+     "untrained base; scoreboard avg 0.0669 on the published 50 (its card says 0.0631)"),
     ("base 4B", "Qwen/Qwen3-4B", "untrained base; scoreboard avg 0.1446 on the published 50"),
 )
 PUBLISHED_DECISIONS = (
