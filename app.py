@@ -23,8 +23,8 @@ try:  # the operator's settings are read as modules load (gradio's port too): a 
 
     from core.clarify.model_slots import queue_bound
     from core.models import packages
-    from core.models.memory import memory_bound
     from core.models.entries import public_deployment
+    from core.models.memory import memory_bound
     from demo.decisions import handlers as decision_handlers
     from demo.decisions import layout as decisions
     from demo.live import layout as live
