@@ -62,7 +62,7 @@ def _runs_bar() -> SimpleNamespace:
     with gr.Accordion("All runs: policy, rubric, size and mean score with its 95% interval", open=True):
         runs_table = gr.Dataframe(interactive=False, wrap=True, max_height=380, headers=h.RUN_COLUMNS,
                                   elem_classes=["whole-words", "wide-table"],
-                                  column_widths=["23%", "22%", "6%", "14%", "5%", "8%", "12%", "10%"])
+                                  column_widths=["23%", "22%", "6%", "12%", "8%", "8%", "11%", "10%"])
     return SimpleNamespace(runs=runs, upload=upload, keep_valid=keep_valid, upload_note=upload_note,
                            query_note=query_note, runs_table=runs_table)
 
