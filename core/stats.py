@@ -47,16 +47,14 @@ def bootstrap_mean(
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         return Interval(NAN, NAN, NAN, 0)
-    if _units(x.size, clusters) < MIN_UNITS:
+    inverse = _cluster_index(x.size, clusters)
+    if (x.size if inverse is None else inverse.max() + 1) < MIN_UNITS:
         return Interval(float(x.mean()), NAN, NAN, int(x.size))
     rng = np.random.default_rng(seed)
-    if clusters is None:
+    if inverse is None:
         idx = rng.integers(0, x.size, size=(resamples, x.size))
         stats = x[idx].mean(axis=1)
     else:
-        if len(clusters) != x.size:
-            raise ValueError(f"{len(clusters)} cluster ids for {x.size} values")
-        _, inverse = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
         sums = np.bincount(inverse, weights=x)
         counts = np.bincount(inverse).astype(np.float64)
         draw = rng.integers(0, sums.size, size=(resamples, sums.size))
@@ -97,9 +95,10 @@ def bootstrap_statistic(
     """
     if n == 0:
         return Interval(NAN, NAN, NAN, 0)
-    if _units(n, clusters) < MIN_UNITS:
+    inverse = _cluster_index(n, clusters)
+    if (n if inverse is None else inverse.max() + 1) < MIN_UNITS:
         return Interval(float(statistic(np.arange(n))), NAN, NAN, n)
-    draws = _resample_indices(n, clusters, resamples, np.random.default_rng(seed))
+    draws = _resample_indices(n, inverse, resamples, np.random.default_rng(seed))
     stats = np.array([statistic(idx) for idx in draws])
     alpha = (1.0 - level) / 2.0
     lo, hi = np.nanquantile(stats, [alpha, 1.0 - alpha])
@@ -117,22 +116,19 @@ def paired_statistic_difference(
     return bootstrap_statistic(lambda idx: statistic_a(idx) - statistic_b(idx), n, clusters, **kwargs)
 
 
-def _units(n: int, clusters: Sequence[Hashable] | None) -> int:
-    """How many units a resample draws: the rows, or the distinct clusters (ids as ``_resample_indices`` reads them)."""
+def _cluster_index(n: int, clusters: Sequence[Hashable] | None) -> np.ndarray | None:
+    """Each row's cluster number, 0..units - 1 (ids compared as text), read once; None without clusters."""
     if clusters is None:
-        return n
+        return None
     if len(clusters) != n:
         raise ValueError(f"{len(clusters)} cluster ids for {n} rows")
-    return len({str(c) for c in clusters})
+    return np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)[1]
 
 
-def _resample_indices(n: int, clusters, resamples: int, rng) -> list[np.ndarray]:
-    """Row-index arrays for each resample: rows drawn with replacement, or whole clusters."""
-    if clusters is None:
+def _resample_indices(n: int, inverse: np.ndarray | None, resamples: int, rng) -> list[np.ndarray]:
+    """Row-index arrays for each resample: rows drawn with replacement, or whole clusters (``_cluster_index``)."""
+    if inverse is None:
         return list(rng.integers(0, n, size=(resamples, n)))
-    if len(clusters) != n:
-        raise ValueError(f"{len(clusters)} cluster ids for {n} rows")
-    _, inverse = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
     members = [np.flatnonzero(inverse == c) for c in range(inverse.max() + 1)]
     draws = rng.integers(0, len(members), size=(resamples, len(members)))
     return [np.concatenate([members[c] for c in row]) for row in draws]
