@@ -22,7 +22,7 @@ import numpy as np
 from core import calibration as cal
 from core.decision.data.natural import deciding_family, family_counts
 from core.decision.evaluation.evalsets import EvalItem
-from core.stats import Interval, bootstrap_mean, bootstrap_statistic, paired_statistic_difference
+from core.stats import Interval, bootstrap_mean, bootstrap_statistic
 
 RESAMPLES = 300
 """Bootstrap draws per interval: the view recomputes on every click (reports elsewhere use 1000)."""
@@ -162,11 +162,8 @@ def paired_metrics(items: Sequence[EvalItem], probs_a: Sequence[Sequence[float]]
     sel_a, sel_b = _selective_statistics(probs_a, labels, nota), _selective_statistics(probs_b, labels, nota)
     pairs = {k: (sel_a[k], sel_b[k]) for k in sel_a}
     pairs["classwise_ece"] = (_classwise_statistic(items, probs_a), _classwise_statistic(items, probs_b))
-    whole = np.arange(len(items))
-    for k, (fa, fb) in pairs.items():
-        undefined = not len(items) or math.isnan(fa(whole)) or math.isnan(fb(whole))
-        out[k] = NAN if undefined else paired_statistic_difference(fa, fb, len(items), clusters,
-                                                                    resamples=RESAMPLES, seed=seed)
+    for k, (fa, fb) in pairs.items():  # undefined on either model (no NOTA row): undefined, as each model's own
+        out[k] = _interval(lambda idx, fa=fa, fb=fb: fa(idx) - fb(idx), len(items), clusters, seed)
     return {k: out[k] for k, _ in METRICS}
 
 
