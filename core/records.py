@@ -82,33 +82,35 @@ def setting(name: str, default: int | float, least: float = 0, most: float = mat
     raw = environ.get(name, "").strip()
     if not raw:
         return default
-    number = form_number(raw, whole)
-    if number is None or not least <= number <= most:
+    number = _within(raw, least, most, whole)
+    if number is None:
         kind = "a whole number" if whole else "a number"
         bound = f"from {least:g} to {most:g}" if math.isfinite(most) else f">= {least:g}"
         raise SettingError(f"{name} must be {kind} {bound}, got {raw!r}")
     return number
 
 
-def port(text: str) -> int:
-    """A listen port for argparse's ``type``: a whole number 0..65535 (0 lets the system pick)."""
-    number = form_number(text)
-    if number is None or not 0 <= number <= 65535:
-        raise ValueError(f"not a port: {text!r}")  # argparse words it as "invalid port value: '...'"
-    return number
+def _within(text: str, least: float, most: float, whole: bool) -> int | float | None:
+    """``form_number`` of ``text`` when it lies in [least, most], else None: the one bound check of the readers here."""
+    number = form_number(text, whole)
+    return number if number is not None and least <= number <= most else None
 
 
-def at_least(least: float, whole: bool = True) -> Callable[[str], int | float]:
-    """An argparse ``type`` for a count or a duration: a number >= ``least``, whole unless ``whole`` is False (argparse
-    names a refusal "invalid whole number >= 1 value: '0'", from the function's name)."""
+def at_least(least: float, whole: bool = True, most: float = math.inf, name: str = "") -> Callable[[str], int | float]:
+    """An argparse ``type`` for a count, a duration or a port: a number in [least, most], whole unless ``whole`` is
+    False (argparse names a refusal from the function's name: "invalid whole number >= 1 value: '0'")."""
     def number(text: str) -> int | float:
-        value = form_number(text, whole)
-        if value is None or value < least:
+        value = _within(text, least, most, whole)
+        if value is None:
             raise ValueError(text)
         return value
 
-    number.__name__ = f"{'whole number' if whole else 'number'} >= {least:g}"
+    number.__name__ = name or f"{'whole number' if whole else 'number'} >= {least:g}"
     return number
+
+
+port = at_least(0, most=65535, name="port")
+"""A listen port for argparse's ``type``: a whole number 0..65535 (0 lets the system pick); "invalid port value"."""
 
 
 def output_file(text: str) -> Path:
