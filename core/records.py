@@ -59,14 +59,17 @@ def plain_problem(err: Exception) -> str:
     return field_problem(err) if isinstance(err, ValidationError) else str(err)
 
 
-def form_number(value: Any, whole: bool = True) -> int | float | None:
-    """A number a form or an API caller sent: finite, and whole unless ``whole`` is False (a form's 10.0 counts),
-    else None; a boolean is no number."""
+def form_number(value: Any, whole: bool = True, least: float = -math.inf,
+                most: float = math.inf) -> int | float | None:
+    """A number a form, an API caller, an operator or a flag sent: finite, whole unless ``whole`` is False (a form's
+    10.0 counts) and in [least, most], else None; a boolean is no number."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         return None
     if isinstance(value, bool) or not math.isfinite(number) or (whole and not number.is_integer()):
+        return None
+    if not least <= number <= most:
         return None
     return int(number) if whole else number
 
@@ -82,7 +85,7 @@ def setting(name: str, default: int | float, least: float = 0, most: float = mat
     raw = environ.get(name, "").strip()
     if not raw:
         return default
-    number = _within(raw, least, most, whole)
+    number = form_number(raw, whole, least, most)
     if number is None:
         kind = "a whole number" if whole else "a number"
         bound = f"from {least:g} to {most:g}" if math.isfinite(most) else f">= {least:g}"
@@ -90,17 +93,11 @@ def setting(name: str, default: int | float, least: float = 0, most: float = mat
     return number
 
 
-def _within(text: str, least: float, most: float, whole: bool) -> int | float | None:
-    """``form_number`` of ``text`` when it lies in [least, most], else None: the one bound check of the readers here."""
-    number = form_number(text, whole)
-    return number if number is not None and least <= number <= most else None
-
-
 def at_least(least: float, whole: bool = True, most: float = math.inf, name: str = "") -> Callable[[str], int | float]:
     """An argparse ``type`` for a count, a duration or a port: a number in [least, most], whole unless ``whole`` is
     False (argparse names a refusal from the function's name: "invalid whole number >= 1 value: '0'")."""
     def number(text: str) -> int | float:
-        value = _within(text, least, most, whole)
+        value = form_number(text, whole, least, most)
         if value is None:
             raise ValueError(text)
         return value

@@ -100,3 +100,13 @@ def test_output_file_makes_its_folder_or_refuses_before_the_run(tmp_path):
         output_file(str(tmp_path / "file" / "x.json"))  # a file stands where the folder would be
     with pytest.raises(argparse.ArgumentTypeError, match="it is a folder"):
         output_file(str(tmp_path))
+
+
+@pytest.mark.parametrize("value, bounds, expected", [
+    ("5", (1, 10), 5), ("1", (1, 10), 1), ("10.0", (1, 10), 10), ("0", (1, 10), None), ("11", (1, 10), None),
+    ("-3", (-5, 0), -3),
+])
+def test_form_number_takes_bounds_inclusive(value, bounds, expected):
+    from core.records import form_number
+
+    assert form_number(value, least=bounds[0], most=bounds[1]) == expected

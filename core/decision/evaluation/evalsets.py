@@ -180,15 +180,9 @@ def draw_of(value) -> int:
     same held-out families shows how far a figure moves (results/smollm2_decision/heldout_rl/rule.md)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0
-    if (number := _whole(value, 0, MAX_DRAW)) is None:
+    if (number := form_number(value, least=0, most=MAX_DRAW)) is None:
         raise EvalSetError(f"draw must be a whole number from 0 to {MAX_DRAW}; got {str(value)[:40]!r}")
     return number
-
-
-def _whole(value, low: int, high: int) -> int | None:
-    """``value`` as a whole number in ``low..high`` (``core.records.form_number``), else None."""
-    number = form_number(value)
-    return number if number is not None and low <= number <= high else None
 
 
 SPLIT, NATURAL, PROBE, UPLOAD = "our test split", "natural tickets (held-out families)", "known-posterior probe", "uploaded file"
@@ -202,7 +196,7 @@ MAX_CONTEXTS = 1000
 
 def count_of(value) -> int:
     """A generated set's size from a form or API value: a whole number 1..``MAX_CONTEXTS``."""
-    if (number := _whole(value, 1, MAX_CONTEXTS)) is None:
+    if (number := form_number(value, least=1, most=MAX_CONTEXTS)) is None:
         raise EvalSetError(f"the set's size must be a whole number from 1 to {MAX_CONTEXTS}; got {str(value)[:40]!r}")
     return number
 
