@@ -121,6 +121,11 @@ def known_answers(state: str, rows: Sequence[QuestionRow]) -> dict[int, Known]:
     return {i: ex.known[row.text] for i, row in enumerate(rows) if row in ex.rows and row.text in ex.known}
 
 
+OPENING = "Ticket as a person writes it"
+"""The example the Ask view opens on, so a first Ask answers: a ticket as visitors write them, which the default
+model (the pooled readout) reads and a tiny model warns on."""
+
+
 def example_names() -> list[str]:
     return [e.name for e in EXAMPLES]
 

@@ -12,7 +12,7 @@ from core.decision.evaluation.evalsets import NATURAL, SOURCES
 from core.decision.evaluation.familiarity import FAMILIAR_BELOW, THRESHOLD, TRAINED_ON
 from core.decision.evaluation.reports import CONTEXTS, RESAMPLE_UNITS
 from demo.decisions import handlers as h
-from demo.decisions.examples import example_names
+from demo.decisions.examples import OPENING, example_names, find_example
 from demo.styles import tab_style
 
 CSS = """
@@ -58,17 +58,21 @@ def _error_line():
     return gr.Markdown(visible=False, elem_classes="dq-error")
 
 
-def _question_rows():
-    """MAX_QUESTIONS builder rows (the first one shown); returns groups, fields, errors, remove buttons."""
+def _question_rows(opening):
+    """MAX_QUESTIONS builder rows, the ``opening`` rows filled and shown; returns groups, fields, errors, remove
+    buttons."""
     groups, fields, errors, removes = [], [], [], []
     for i in range(h.MAX_QUESTIONS):
-        with gr.Group(visible=i == 0, elem_classes="dq-row") as group:
+        row = opening[i] if i < len(opening) else None
+        with gr.Group(visible=row is not None, elem_classes="dq-row") as group:
             with gr.Row(equal_height=True):
-                kind = gr.Dropdown(h.KINDS, value="choice", label=f"q{i + 1} type", scale=1, min_width=175)  # "Score (ordered)" whole
-                text = gr.Textbox(label=f"q{i + 1} question", placeholder="Which team should handle this?",
-                                  scale=3)
+                kind = gr.Dropdown(h.KINDS, value=row.kind if row else "choice", label=f"q{i + 1} type", scale=1,
+                                   min_width=175)  # "Score (ordered)" whole
+                text = gr.Textbox(row.text if row else "", label=f"q{i + 1} question",
+                                  placeholder="Which team should handle this?", scale=3)
                 remove = gr.Button("✕ Remove", size="sm", scale=0, min_width=90, elem_id=f"dq-remove-{i + 1}")
-            options = gr.Textbox(label=f"q{i + 1} options", lines=3, placeholder=OPTIONS_HINT)
+            options = gr.Textbox(row.options if row else "", label=f"q{i + 1} options", lines=3,
+                                 placeholder=OPTIONS_HINT)
             errors.append(_error_line())
         groups.append(group)
         fields += [kind, text, options]
@@ -77,18 +81,19 @@ def _question_rows():
 
 
 def _ask_panel(models_dir: gr.State):
-    n = gr.State(1)
+    opening = find_example(OPENING)
+    n = gr.State(len(opening.rows))
     with gr.Row():
         with gr.Column(scale=5):
             with gr.Row(equal_height=True):
                 model_a, model_b = _model_dropdowns(models_dir.value, elem_id="dq-model")
             model_note = gr.Markdown()
             model_err, model_b_err = _error_line(), _error_line()
-            example = gr.Dropdown(example_names(), value=None, label="Example state")
-            state = gr.Textbox(label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
+            example = gr.Dropdown(example_names(), value=OPENING, label="Example state")
+            state = gr.Textbox(opening.state, label="State", lines=6, placeholder=STATE_HINT, elem_id="dq-state")
             state_err = _error_line()
             record = gr.Dataframe(label="State as a record", visible=False, interactive=False, wrap=True)
-            groups, fields, q_errors, removes = _question_rows()
+            groups, fields, q_errors, removes = _question_rows(opening.rows)
             questions_err = _error_line()
             with gr.Row():
                 add = gr.Button("+ Add question", size="sm", elem_id="dq-add")

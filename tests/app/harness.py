@@ -130,7 +130,13 @@ def open_decisions(browser, url: str):
 
 
 def fill_question(page, state: str, question: str, options: str) -> None:
-    """The state and the first question typed into the Ask builder, as a visitor types them."""
+    """The state and the first question typed into the Ask builder, as a visitor types them: the rows of the
+    example the view opens on removed first, the last shown row each time, down to one."""
+    for k in range(6, 1, -1):  # demo.decisions.handlers.MAX_QUESTIONS rows at most
+        row = page.get_by_label(f"q{k} question")
+        if row.is_visible():
+            page.locator("#dq-remove-2").click()
+            row.wait_for(state="hidden", timeout=WAIT_MS)
     page.locator("#dq-state textarea").fill(state)
     page.get_by_label("q1 question").fill(question)
     page.get_by_label("q1 options").fill(options)

@@ -131,14 +131,14 @@ def test_calibration_on_natural_tickets_resamples_whole_families(browser, app_ur
 
 
 def test_answers_say_whether_the_state_is_like_the_training_data(browser, app_url, tmp_path):
-    """The shipped RLCD arm on a natural-language ticket: the answer comes with its warning; on the
-    training-like example it does not (both states, one model)."""
+    """The shipped RLCD arm on the natural-language ticket the view opens on (a first Ask answers, nothing typed):
+    the answer comes with its warning; on the training-like example it does not (both states, one model)."""
     page = open_decisions(browser, app_url)
     page.get_by_text("What the models know.", exact=False).first.wait_for(timeout=WAIT_MS)
+    assert "credit us the difference" in page.locator("#dq-state textarea").input_value()
+    assert page.get_by_label("q3 question").input_value() == "Should an on-call engineer be paged immediately?"
     page.get_by_label("Decision model").first.click()
     page.get_by_role("option", name="decision-rlcd", exact=True).click()
-    fill_question(page, "I was charged twice this month and the refund never arrived.",
-                  "Which team should handle this ticket?", "billing\nsecurity")
     page.locator("#dq-ask").click()
     page.get_by_text("Out of distribution for decision-rlcd", exact=False).first.wait_for(timeout=WAIT_MS)
     assert page.get_by_text("⚠ unlike it", exact=False).count() >= 1
@@ -170,7 +170,7 @@ def test_each_tabs_own_style_applies_and_takes_no_room(browser, app_url):
     page = open_decisions(browser, app_url)
     bars = page.evaluate("() => [...document.querySelectorAll('.dq-row')].filter(e => e.getClientRects().length)"
                          ".map(e => getComputedStyle(e).borderLeftWidth)")
-    assert bars == ["3px", "0px"]  # the group and its inner div both carry the class: one bar
+    assert bars == ["3px", "0px"] * 3  # the group and its inner div both carry the class: one bar a row shown
     page.get_by_role("tab", name="Live play").click()
     page.locator(".live-note").first.wait_for(timeout=WAIT_MS)
     heights = page.evaluate(
