@@ -206,6 +206,12 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
     return view(session, replays_dir)
 
 
+def model_fields(mode: str) -> list[dict]:
+    """Shown or hidden with the mode: the model's picker, its note, the generation settings, Continue and Stop
+    serve a playing model, and in agent mode none plays."""
+    return [gr.update(visible=mode != "agent")] * 5
+
+
 def plan_template(session):
     """Agent mode: a plan skeleton with the required keys, for the plan editor."""
     return gr.update() if session is None or session.mode != "agent" else live_session.plan_skeleton(session)

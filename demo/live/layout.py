@@ -48,7 +48,8 @@ def _clear_sent(session):
 
 
 def _pickers(models_dir):
-    with gr.Row(equal_height=True):
+    """The episode's settings, the model's note, and what only a playing model uses (hidden in agent mode)."""
+    with gr.Row(equal_height=True) as model_row:
         choices = h.model_choices(models_dir)
         model = gr.Dropdown(choices, value=h.first_ready(choices), label="Model", scale=4, allow_custom_value=True,
                             info="✓ = on this machine; ✗ = see the note below")
@@ -72,7 +73,7 @@ def _pickers(models_dir):
         # is "Generated"; core.live.session checks the index only when the held-out list is used.
         heldout = gr.Number(value=0, precision=0, label="Held-out index (0-299)", scale=1)
     defaults = GenerationSettings()
-    with gr.Accordion("Generation settings", open=False):
+    with gr.Accordion("Generation settings", open=False) as generation:
         with gr.Row():
             temperature = gr.Slider(0, 2, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="live-temperature")
@@ -80,7 +81,7 @@ def _pickers(models_dir):
                                 elem_id="live-max-new")
             sample_seed = gr.Number(value=defaults.seed, precision=0, label="Sampling seed")
     return [model, path, mode, source, family, difficulty, seed, heldout, rubric, temperature, max_new,
-            sample_seed, int8], model_note
+            sample_seed, int8], model_note, [model_row, model_note, generation]
 
 
 def _end_panel():
@@ -110,11 +111,12 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
     stop_flag = gr.State(None)
     """The running generation's threading.Event (set by Stop); one per browser session."""
     tab_style(CSS)
-    settings, model_note = _pickers(models_dir)
+    settings, model_note, model_only = _pickers(models_dir)
     with gr.Row(equal_height=True):
         start = gr.Button("▶ Start episode", variant="primary")
         go = gr.Button("Continue ▸")
         stop = gr.Button("■ Stop", variant="stop")
+    model_only += [go, stop]
     # Stop answers in its own line: written to the status, its reply could land after the stopped
     # generation's last word and hide it.
     stop_note = gr.Markdown(elem_classes="live-note", elem_id="live-stop-note")
@@ -158,6 +160,7 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
           [model_note], api_name="live_check_model")
     gr.on([settings[0].change, settings[1].submit], h.declared_tokens, [models, settings[0], settings[1]],
           [settings[10]], api_name=False)  # the max-new-tokens slider follows the model's declared budget
+    settings[2].change(h.model_fields, settings[2], model_only, api_name=False, show_progress="hidden")
     settings[3].change(h.rubric_for, [settings[3], settings[8]], [settings[8]], api_name=False)
     slot = dict(concurrency_limit=GENERATION_SLOTS, concurrency_id="live-generate", show_progress_on=[status])
     quiet = dict(show_progress="hidden")

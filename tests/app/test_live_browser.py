@@ -95,7 +95,12 @@ def test_stop_halts_the_generation_on_the_server(app, browser, tmp_path):
 def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     url, root = app
     page = open_page(browser, url)
+    picker = page.get_by_role("combobox", name="Model")
+    assert picker.is_visible()
     page.get_by_label("You are the agent").check()
+    picker.wait_for(state="hidden", timeout=WAIT_MS)  # no model plays: its picker, settings, Continue, Stop go
+    for gone in (page.get_by_text("Generation settings"), page.get_by_role("button", name="■ Stop")):
+        assert not gone.is_visible()
     page.get_by_role("button", name="▶ Start episode").click()
     page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Ask the user").fill("What kind of event is it?")

@@ -71,6 +71,12 @@ def test_agent_episode_through_the_handlers(models_dir, tmp_path):
     assert out["session"].done and out["profile"]["visible"] and "score" in out["header"]
 
 
+def test_agent_mode_hides_what_only_a_playing_model_uses():
+    assert [u["visible"] for u in h.model_fields("agent")] == [False] * 5
+    for mode in ("watch", "user"):
+        assert [u["visible"] for u in h.model_fields(mode)] == [True] * 5
+
+
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: shutil.rmtree(d), "no folder at"),                                         # missing
     (lambda d: (d / "model.safetensors").write_bytes(b"garbage"), "could not load"),      # broken weights
