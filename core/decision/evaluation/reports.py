@@ -215,15 +215,16 @@ OUTSIDE_NOTE = (f"{OUTSIDE} the estimate lies outside its percentile interval: s
                 "resamples than on the set itself; on a small set the whole interval can sit above the estimate.")
 
 
-def interval_cell(iv: Interval) -> str:
-    """``value [lo, hi]`` ("—" when undefined), marked when the value lies outside its interval; one context has a
-    value and no interval (``core.stats.MIN_UNITS``)."""
+def interval_cell(iv: Interval, signed: bool = False) -> str:
+    """``value [lo, hi]`` ("—" when undefined; ``signed``: ``+d [lo, hi]``, a paired difference), marked when the
+    value lies outside its interval; one context has a value and no interval (``core.stats.MIN_UNITS``)."""
     if math.isnan(iv.mean):
         return "—"
+    form = "+.3f" if signed else ".3f"
     if math.isnan(iv.lo):
-        return f"{iv.mean:.3f} (one context: no interval)"
+        return f"{iv.mean:{form}} (one context: no interval)"
     outside = f" {OUTSIDE}" if not iv.lo <= iv.mean <= iv.hi else ""
-    return f"{iv.mean:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]{outside}"
+    return f"{iv.mean:{form}} [{iv.lo:{form}}, {iv.hi:{form}}]{outside}"
 
 
 def outside_note(rows: Sequence[Sequence[str]]) -> str:
@@ -235,17 +236,10 @@ def metrics_rows(reports: Sequence[ModelReport], paired: dict[str, Interval] | N
     """Table rows: metric, then ``value [lo, hi]`` per report ("—" when undefined), then the paired difference's
     ``+d [lo, hi]`` when given."""
     rows = [[label] + [interval_cell(r.metrics[key]) for r in reports] +
-            ([difference_cell(paired[key])] if paired else []) for key, label in METRICS]
+            ([interval_cell(paired[key], signed=True)] if paired else []) for key, label in METRICS]
     units = sorted({r.resampled for r in reports}) or [CONTEXTS]
     return rows + [[f"rows ({' / '.join(units)} resampled)"] + [str(r.n) for r in reports] +
                    ([str(reports[0].n)] if paired else [])]
-
-
-def difference_cell(iv: Interval) -> str:
-    """A paired difference as the table shows it: signed, with its interval ("—" when undefined)."""
-    if math.isnan(iv.mean):
-        return "—"
-    return f"{iv.mean:+.3f}" + (" (one context: no interval)" if math.isnan(iv.lo) else f" [{iv.lo:+.3f}, {iv.hi:+.3f}]")
 
 
 def resampling_note(items: Sequence[EvalItem], resample: str = CONTEXTS) -> str:

@@ -228,7 +228,7 @@ def test_one_context_has_its_value_and_no_interval():
 def test_paired_metrics_are_a_minus_b_on_shared_draws():
     """A is right on every row, B on every other one: accuracy differs by exactly +0.5, and because both are read on
     the same draws the interval is [+0.5, +0.5] whenever each context holds one right and one wrong B answer."""
-    from core.decision.evaluation.reports import difference_cell, paired_metrics
+    from core.decision.evaluation.reports import interval_cell, paired_metrics
 
     items = [EvalItem(f"c{i // 2}", "s", Noul("Page now?"), 1) for i in range(8)]
     right, half = [[0.1, 0.9]] * 8, [[0.1, 0.9], [0.9, 0.1]] * 4
@@ -236,8 +236,18 @@ def test_paired_metrics_are_a_minus_b_on_shared_draws():
     assert paired["accuracy"].mean == pytest.approx(0.5) and (paired["accuracy"].lo, paired["accuracy"].hi) == \
         pytest.approx((0.5, 0.5))
     assert paired["mean_confidence"].mean == pytest.approx(0.0)
-    assert math.isnan(paired["nota_recall"].mean) and difference_cell(paired["nota_recall"]) == "—"
+    assert math.isnan(paired["nota_recall"].mean) and interval_cell(paired["nota_recall"], signed=True) == "—"
     same = paired_metrics(items, half, half)
-    assert all(difference_cell(same[k]) == "+0.000 [+0.000, +0.000]" for k in ("accuracy", "ece", "brier", "aurc"))
+    assert all(interval_cell(same[k], signed=True) == "+0.000 [+0.000, +0.000]" for k in ("accuracy", "ece", "brier", "aurc"))
     rows = metrics_rows([model_report("a", items, right), model_report("b", items, half)], paired)
     assert rows[0] == ["accuracy", rows[0][1], rows[0][2], "+0.500 [+0.500, +0.500]"] and rows[-1][-1] == "8"
+
+
+def test_a_paired_difference_cell_is_signed_and_says_what_a_value_cell_says():
+    from core.decision.evaluation.reports import interval_cell
+    from core.stats import Interval
+
+    assert interval_cell(Interval(-0.0671, -0.081, -0.051, 8), signed=True) == "-0.067 [-0.081, -0.051]"
+    assert interval_cell(Interval(0.02, float("nan"), float("nan"), 1), signed=True) == "+0.020 (one context: no interval)"
+    assert interval_cell(Interval(0.02, 0.03, 0.05, 8), signed=True) == f"+0.020 [+0.030, +0.050] {OUTSIDE}"
+    assert interval_cell(Interval(0.02, 0.01, 0.05, 8)) == "0.020 [0.010, 0.050]"
