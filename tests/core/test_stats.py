@@ -55,11 +55,13 @@ def test_paired_difference():
 
 
 def test_bootstrap_statistic_matches_bootstrap_mean_and_handles_empty():
-    from core.stats import bootstrap_statistic
+    from core.stats import bootstrap_mean, bootstrap_statistic
 
-    values = np.array([0.0, 1.0, 0.5, 0.25, 0.9])
-    iv = bootstrap_statistic(lambda idx: float(values[idx].mean()), 5, ["a", "a", "b", "c", "c"], seed=3)
-    assert iv.mean == pytest.approx(values.mean()) and iv.lo <= iv.mean <= iv.hi and iv.n == 5
+    values, clusters = np.array([0.0, 1.0, 0.5, 0.25, 0.9]), ["a", "a", "b", "c", "c"]
+    iv = bootstrap_statistic(lambda idx: float(values[idx].mean()), 5, clusters, seed=3, resamples=1000)
+    same = bootstrap_mean(values, clusters, seed=3, resamples=1000)  # the mean as a statistic: the same draws
+    assert iv.mean == pytest.approx(values.mean()) and iv.n == 5
+    assert (iv.lo, iv.hi) == pytest.approx((same.lo, same.hi)) and iv.lo < iv.mean < iv.hi
     assert math.isnan(bootstrap_statistic(lambda idx: 0.0, 0).mean)
     with pytest.raises(ValueError, match="2 cluster ids for 3 rows"):
         bootstrap_statistic(lambda idx: 0.0, 3, ["a", "b"])

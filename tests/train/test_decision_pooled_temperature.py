@@ -71,7 +71,9 @@ def test_scaled_arms_answer_as_temperature_scaling_of_the_raw_ones(trained, tmp_
             t = float(softened.head.temperature(softened.reader.states([rows[0].state]))[0])
         assert t == pytest.approx(math.exp(fit["a"] + fit["b"] * (float(softened.head.nearness(
             softened.reader.states([rows[0].state]))[0]) - SOFTEN_AT)), rel=1e-5)
-        for a, b in zip(raw.decide(rows[0].state, questions), softened.decide(rows[0].state, questions)):
+        before, after = raw.decide(rows[0].state, questions), softened.decide(rows[0].state, questions)
+        assert len(before) == len(after) == len(questions) > 0
+        for a, b in zip(before, after):
             assert list(b.probs.values()) == pytest.approx(scale([list(a.probs.values())], t)[0], abs=1e-5)
     with pytest.raises(ValueError, match="softened already"):  # a second pass would soften the softening's record
         dt.main(dt.TemperatureConfig(arms=arms_of(out), out=str(tmp_path / "again"), cache=config.out,

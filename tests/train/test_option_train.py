@@ -44,14 +44,20 @@ def test_rewritten_data_hides_nota_and_keeps_the_posterior(data):
     assert json.loads((data / "manifest.json").read_text())["files"]["test.jsonl"]["partition"] == "test"
 
 
+def scorer_hash(model: OptionModel) -> str:
+    """The card's ``frozen_scorer`` record of a model's scorer, as train.option_train writes it (its 16 characters
+    are the body's hash; the option head's lies past them, so the record pins the body only)."""
+    return (state_hash(model.body) + state_hash(model.option_head))[:16]
+
+
 def test_data_to_model_to_eval(data, tmp_path):
     config = TrainConfig(data=str(data), out=str(tmp_path / "run"), init="", hidden=32, layers=1, steps=3, batch=4,
                          head_epochs=2, eval_every=2, checkpoint_every=2)
     root = train(config)
-    _, _, card = load_option_model(root)
+    model, _, card = load_option_model(root)
     assert card.settings.confidence_mode == "head" and set(card.settings.temperature) == {"choice", "score", "noul"}
-    frozen = card.training["frozen_scorer"]
-    assert frozen["scorer_sha256_before"] == frozen["scorer_sha256_after"]
+    # the scorer's hash taken before the head trained is the saved scorer's: the head phase left it where it was
+    assert card.training["frozen_scorer"]["scorer_sha256_before"] == scorer_hash(model)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert {r["phase"] for r in log} >= {"scorer", "temperature", "head", "done"}
     res = evaluate(EvalConfig(model=str(root), data=str(data), rlcd="checkpoints/decision-rlcd", resamples=20,
@@ -73,7 +79,7 @@ def test_shipped_option_scorer_is_small_verified_and_abstains():
     size = sum(p.stat().st_size for p in Path(SHIPPED).iterdir()) / 1e6
     assert size < 6 and scorer.settings.confidence_mode == "head"
     card = json.loads((Path(SHIPPED) / "option_model.json").read_text())["training"]
-    assert card["frozen_scorer"]["scorer_sha256_before"] == card["frozen_scorer"]["scorer_sha256_after"]
+    assert card["frozen_scorer"]["scorer_sha256_before"] == scorer_hash(scorer.model)  # the shipped scorer is that one
     readme = (Path(SHIPPED) / "README.md").read_text()
     assert "train/option_pipeline.sh" in readme and "Wall time" in readme and "aurc_head_minus_max_p" in readme
     tier = {"tier": {"type": "choice", "instructions": "What plan tier is the customer on?",

@@ -15,6 +15,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -120,9 +121,14 @@ def test_requests_carry_our_protocol_and_sampling_and_the_key_stays_secret(monke
     assert "sk-secret" not in env.episode("p").model_dump_json()
 
 
-def test_429_and_500_are_retried_with_backoff():
+def test_429_and_500_are_retried_with_backoff(monkeypatch):
+    import core.clarify.endpoint_policy as endpoint_policy
+
+    waits = []  # the policy's own waits, recorded rather than slept (the scripted server keeps the real clock)
+    monkeypatch.setattr(endpoint_policy, "time", SimpleNamespace(sleep=waits.append))
     env, requests = play([(429, {}, 0), (500, {}, 0), (200, PLAN, 0)], retries=2)
     assert env.termination == "plan" and len(requests) == 3
+    assert waits == pytest.approx([0.01, 0.02])  # backoff_s, then twice it
 
 
 @pytest.mark.parametrize("replies, options, error", [

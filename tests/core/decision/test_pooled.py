@@ -144,6 +144,7 @@ def test_a_card_reading_options_in_context_reads_them_after_each_state(lm, lette
     for state in (STATE, "The server is down."):
         answers = decider.decide(state, QS)
         s = reader.states([state])
+        assert len(answers) == len(QS)
         for q, a in zip(QS, answers):
             o = reader.options([(q.text, opt) for opt in q.options], state)
             want = torch.softmax(head(s, o[None], torch.ones(1, len(q.options), dtype=torch.bool)), -1)[0]
@@ -158,6 +159,7 @@ def test_decider_answers_are_the_heads_softmax(lm, letter_tok):
     decider = P.PooledDecider(reader, head, "t")
     answers = decider.decide(STATE, QS)
     s = reader.states([STATE])
+    assert len(answers) == len(QS)
     for q, a in zip(QS, answers):
         o = reader.options([(q.text, opt) for opt in q.options])
         want = torch.softmax(head(s, o[None], torch.ones(1, len(q.options), dtype=torch.bool)), -1)[0]
@@ -203,6 +205,7 @@ def test_the_option_cache_keeps_the_most_recent(lm, letter_tok, monkeypatch):
         decider.decide(STATE, [Choice("Which team?", [f"team {i}", f"desk {i}"])])
     assert len(decider._options) == 3 and ("Which team?", "desk 3") in decider._options
     again = decider.decide(STATE, QS)  # read afresh after being dropped: the same answers
+    assert len(first) == len(again) == len(QS)
     for a, b in zip(first, again):
         assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-6)
 
@@ -222,6 +225,7 @@ def test_folder_round_trip_is_exact(saved):
     model = AutoModelForCausalLM.from_pretrained(base).eval()
     direct = P.PooledDecider(P.PooledReader(model.model, AutoTokenizer.from_pretrained(base), 2), _head())
     got, want = loaded.decide(STATE, QS), direct.decide(STATE, QS)
+    assert len(got) == len(want) == len(QS)
     for a, b in zip(got, want):
         assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-5)
     assert P.read_card(folder).training == {"arm": "test"} and loaded.design == P.POOLED_DESIGN
@@ -236,7 +240,9 @@ def test_a_folder_reading_options_in_context_answers_as_its_decider(tmp_path):
     card = P.read_card(folder)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
     direct = P.PooledDecider(P.PooledReader(model.model, AutoTokenizer.from_pretrained(base), 2), _head(), "", card)
-    for a, b in zip(P.load_pooled(folder).decide(STATE, QS), direct.decide(STATE, QS)):
+    got, want = P.load_pooled(folder).decide(STATE, QS), direct.decide(STATE, QS)
+    assert len(got) == len(want) == len(QS)
+    for a, b in zip(got, want):
         assert list(a.probs.values()) == pytest.approx(list(b.probs.values()), abs=1e-5)
     assert card.options_read == "in_context"
     written = json.loads((folder / P.CARD_FILE).read_text())

@@ -83,7 +83,9 @@ TOKENIZER_CLASSES_457 = {"PreTrainedTokenizerFast", "Qwen2Tokenizer", "Qwen2Toke
 
 def parse_as_transformers_457(cfg: dict) -> list[str]:
     """What transformers 4.57's tokenizer loading does with a tokenizer_config.json, as far as our
-    exports' keys go; returns the special tokens it registers beyond bos/eos/pad/unk.
+    exports' keys go; returns the special tokens it registers beyond bos/eos/pad/unk. A rendering of 4.57's
+    rules read from its source, not 4.57 itself (CI installs one transformers): it catches the failures
+    written here, the ones our exports once hit.
 
     4.57 (tokenization_utils_base) pops ``tokenizer_class`` to pick a class it must have, reads
     ``extra_special_tokens`` as a dict of *named* tokens (``.keys()``, then every value a str or an
@@ -102,7 +104,7 @@ def parse_as_transformers_457(cfg: dict) -> list[str]:
     return [t if isinstance(t, str) else t["content"] for t in listed] + [named[k] for k in keys]
 
 
-def test_a_qwen3_export_parses_under_transformers_457_and_loads_the_same_here(qwen_decider, qwen_tok, tmp_path):
+def test_a_qwen3_export_passes_transformers_457s_loading_rules_and_loads_the_same_here(qwen_decider, qwen_tok, tmp_path):
     import json
 
     from transformers import AutoTokenizer
@@ -132,7 +134,7 @@ def test_every_shipped_tokenizer_config_is_checked():
 
 
 @pytest.mark.parametrize("path", SHIPPED_CONFIGS, ids=lambda path: path.parent.name)
-def test_a_shipped_tokenizer_parses_under_transformers_457_and_loads_the_same_here(path, tmp_path):
+def test_a_shipped_tokenizer_passes_transformers_457s_loading_rules_and_loads_the_same_here(path, tmp_path):
     """Every tokenizer_config.json under checkpoints/ is written by ``portable_tokenizer_config``:
     4.57 can parse it, and 5.x registers the same special tokens, each one token of tokenizer.json."""
     import json

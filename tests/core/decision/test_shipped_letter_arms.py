@@ -60,7 +60,8 @@ def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
 def test_the_arms_warn_on_text_unlike_their_tickets(deciders):
     rlcd = deciders["decision-smollm2-rlcd"]
     ticket, stranger = rlcd.state_familiarity(TICKET), rlcd.state_familiarity("Get a call on the calendar.")
-    assert ticket.threshold == pytest.approx(0.0693, abs=1e-4)  # the fit's val states' 5th percentile
+    card = json.loads((SHIPPED_DIR / "decision-smollm2-rlcd" / "decision.json").read_text())
+    assert ticket.threshold == pytest.approx(card["training"]["softening"]["warn_below"])  # the fit's val states' 5th percentile
     assert not ticket.out_of_distribution and stranger.out_of_distribution  # a clarify request is not a ticket
 
 

@@ -161,6 +161,7 @@ def test_a_softened_arm_answers_through_the_pipeline_as_its_decider(arms):
 
     ours = load_adapter_decider(arms[1]).score(REQUEST)["answers"]
     theirs = pipeline("decision", model=str(arms[1]))(REQUEST)
+    assert list(theirs) == list(ours) == list(REQUEST["questions"])  # every question answered, none left out
     for name, answer in theirs.items():
         assert system_one.probabilities_of(answer) == pytest.approx(system_one.probabilities_of(ours[name]), abs=1e-5)
     plain = load_adapter_decider(arms[0]).score(REQUEST)["answers"]

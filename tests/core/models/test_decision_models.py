@@ -1,12 +1,14 @@
 """Decision models for the picker: local exports, shipped folders, published entries, load once."""
 
+import time
+
 import pytest
 import torch
 
 from core.decision.model import open_decider
 from core.decision.option.decider import OptionDecider
 from core.models import entries
-from core.models.availability import check_decision, check_export, design
+from core.models.availability import REMOTE_CODE, check_decision, check_export, design, how_to_get
 from core.models.cache import ModelCache, pick
 from core.models.entries import LETTER_DESIGN, OPTION_DESIGN, POOLED_DESIGN, SHIPPED_DIR
 from core.models.lists import all_entries, decision_entries, discover_local
@@ -68,14 +70,17 @@ def test_cache_loads_each_folder_once_and_pick_names_fields(models_dir, monkeypa
     assert "not trained yet" in errors["model"]
 
 
-def test_published_decision_models_come_from_the_one_list():
+def test_published_decision_models_come_from_the_one_list(monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache: no published model is here
     published = [e for e in decision_entries() if e.source == "hub"]
     assert published and published == entries.published_entries(kind="decision")
     for entry in published:
-        found = check_decision(entry)  # offline: never a download, always a reason
-        assert found.ok or found.message
-        if entry.remote_code:
-            assert not found.ok and "remote code" in found.message
+        start = time.perf_counter()
+        found = check_decision(entry)  # offline: the cache read, never a download, and the reason
+        assert time.perf_counter() - start < 2.0 and not found.ok
+        assert found.message == (f"{entry.location} {REMOTE_CODE}" if entry.remote_code else how_to_get(entry.location))
 
 
 def test_the_picker_lists_the_one_list(models_dir):

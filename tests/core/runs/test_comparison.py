@@ -40,6 +40,8 @@ def run(*rows, rubric: str | None = "v1") -> pd.DataFrame:
     (run(("s1", 1.0), ("s1", 1.0), ("s1", 1.0), ("s2", 0.0)), run(("s1", 0.0), ("s2", 0.0)), [1.0, 0.0], 0.5, (0, 0)),
     # scenarios in one run only are counted, never paired
     (run(("s1", 0.5), ("s2", 1.0)), run(("s1", 0.5), ("s3", 0.0)), [0.0], 0.0, (1, 1)),
+    # every scenario differs by the same amount: the interval is that point
+    (run(("s1", 1.0), ("s2", 0.75)), run(("s1", 0.5), ("s2", 0.25)), [0.5, 0.5], 0.5, (0, 0)),
     # rows in another order pair the same way (by scenario id, in a's order)
     (run(("s2", 0.5), ("s1", 1.0)), run(("s1", 0.0), ("s2", 0.25)), [0.25, 1.0], 0.625, (0, 0)),
 ])

@@ -258,7 +258,8 @@ def test_the_ask_or_act_agent_is_picked_after_the_policies_with_what_it_measured
     assert keys.index(agents[0]) > keys.index("clarify-grpo")  # the playing policies first
     note = h.describe_model(str(models_dir), agents[0], "")
     assert note.startswith("✓ available · `decision:decision-smollm2-pooled-cued`") and h.AGENT_NOTE in note
-    assert "measured: 0.785" in note and "clarifylab-cued-v3" in note  # its committed run, quoted
+    run = json.loads(Path("replays/clarifylab-cued-v3/decision-smollm2-pooled-cued/summary.json").read_text())
+    assert f"measured: {run['avg_score']:.3f}" in note and "clarifylab-cued-v3" in note  # its committed run, quoted
 
 
 def test_the_agent_plays_a_cued_episode_with_its_belief_bars(models_dir, tmp_path):
