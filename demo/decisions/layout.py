@@ -30,6 +30,9 @@ STATE_HINT = ("Plain text, or a JSON object such as {\"ticket\": \"...\", \"tier
 OPTIONS_HINT = ("One option per line, or key: description on every line. Score: levels low to high. "
                 "Yes/no: leave empty, or true: ... / false: ... notes.")
 
+PICKER_MIN_WIDTH = 240
+"""Pixels a model picker keeps: on a phone each takes its own line, so a shipped name such as
+decision-smollm2-pooled-rlcd shows whole instead of cut beside the other picker."""
 PICKER_INFO = ("Pick one, or type a folder (our export or any HF chat model), a cached hub id, "
                "or a System One URL http(s)://.../v1/systemone.")
 
@@ -124,8 +127,9 @@ def _model_dropdowns(models_dir: str, elem_id: str | None = None):
     wider, so a shipped name such as decision-smollm2-pooled-rlcd shows whole."""
     labels, optional, first = h.picker_choices(models_dir)
     return (gr.Dropdown(labels, value=first, label="Decision model", scale=3, allow_custom_value=True,
-                        info=PICKER_INFO, elem_id=elem_id),
-            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=2, allow_custom_value=True))
+                        info=PICKER_INFO, elem_id=elem_id, min_width=PICKER_MIN_WIDTH),
+            gr.Dropdown(optional, value="", label="Compare with (optional)", scale=2, allow_custom_value=True,
+                        min_width=PICKER_MIN_WIDTH))
 
 
 def _pickers(models_dir: str):

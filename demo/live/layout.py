@@ -52,12 +52,14 @@ def _pickers(models_dir):
     with gr.Row(equal_height=True) as model_row:
         choices = h.model_choices(models_dir)
         model = gr.Dropdown(choices, value=h.first_ready(choices), label="Model", scale=4, allow_custom_value=True,
-                            info="✓ = on this machine; ✗ = see the note below")
+                            info="✓ = on this machine; ✗ = see the note below", min_width=300)  # a phone: a line each
         path = gr.Textbox(label="…or a local model folder (Hugging Face layout)", scale=3,
                           placeholder="a folder name inside the models folder" if h.PUBLIC else
                           "/path/to/checkpoint, or a chat endpoint: openai:http://host:8000/v1#MODEL",
-                          info="Public Space: only folders inside the models folder" if h.PUBLIC else None)
-        int8 = gr.Checkbox(label="int8 (big models on CPU)", scale=1)
+                          info="Public Space: only folders inside the models folder" if h.PUBLIC else None,
+                          min_width=260)
+        with gr.Column(scale=1, min_width=200):  # a checkbox keeps no width of its own: on a phone, its own line
+            int8 = gr.Checkbox(label="int8 (big models on CPU)")
     model_note = gr.Markdown(elem_classes="live-note")
     with gr.Row(equal_height=True):
         mode = gr.Radio([(label, key) for key, label in MODES.items()], value="watch", label="Mode", scale=3)

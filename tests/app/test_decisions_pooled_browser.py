@@ -79,3 +79,20 @@ def test_the_letter_arm_reads_a_ticket_and_warns_on_a_stranger(browser, app_url,
     assert page.get_by_text("⚠ unlike it (familiarity", exact=False).count() >= 1
     assert broken_words(page, "#dq-table th, #dq-table .body-cell") == []  # "PRODUCT_SUPPORT" drawn whole
     page.screenshot(path=str(tmp_path / "decisions_letter_stranger.png"), full_page=True)
+
+
+def test_on_a_phone_each_picker_takes_a_line_and_shows_the_name_whole(browser, app_url):
+    """At a phone's width the two pickers stack (each keeps PICKER_MIN_WIDTH), so the default's long name is not cut
+    beside the other picker; on a desktop they stay side by side."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(app_url)
+    page.get_by_role("tab", name="Decisions").click()
+    picker = page.locator("#dq-model input")
+    picker.wait_for(timeout=WAIT_MS)
+    page.wait_for_function(f"() => document.querySelector('#dq-model input').value === '{MODEL}'", timeout=WAIT_MS)
+    assert picker.evaluate("e => e.scrollWidth <= e.clientWidth")  # the whole name shows
+    other = page.get_by_label("Compare with (optional)").first
+    assert other.bounding_box()["y"] > picker.bounding_box()["y"] + picker.bounding_box()["height"]  # below it
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    box = picker.bounding_box()
+    assert other.bounding_box()["x"] > box["x"] + box["width"]  # side by side: the other to its right
