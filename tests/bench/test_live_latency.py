@@ -45,3 +45,19 @@ def test_report_keys_and_unknown_models(capsys, tiny):
     assert {"ttft_turn6_speedup", "first_reply_s_0p6b_int8", "peak_rss_gb_smollm2"} <= set(result)
     with pytest.raises(SystemExit, match="unknown model"):
         bench.main(["--models", "0p6b_bf16"])
+
+
+def test_the_sides_alternate_which_runs_first_and_the_least_time_is_kept():
+    assert bench.episode_order(1) == [True, False] and bench.episode_order(2) == [True, False, False, True]
+    assert bench.episode_order(3) == [True, False, False, True, True, False]
+    runs = [{6: {"ttft_s": 2.0, "turn_s": 5.0, "tokens_per_s": 9.0, "prompt_tokens": 700}},
+            {6: {"ttft_s": 1.5, "turn_s": 5.5, "tokens_per_s": 10.0, "prompt_tokens": 700}}]
+    assert bench.best_of(runs) == {6: {"ttft_s": 1.5, "turn_s": 5.0, "tokens_per_s": 10.0, "prompt_tokens": 700}}
+
+
+def test_measure_runs_both_sides_in_the_order_and_keeps_every_repeat(tiny, monkeypatch):
+    monkeypatch.setattr(bench, "build", lambda name: (*tiny, 0.0, 1e6))
+    row = bench.measure("smollm2", tokens=2, threads=1, repeats=2)
+    assert row["order"] == ["reuse", "no_reuse", "no_reuse", "reuse"]
+    assert len(row["repeats"]["reuse"]) == len(row["repeats"]["no_reuse"]) == 2
+    assert row["reuse"][6]["ttft_s"] == min(r[6]["ttft_s"] for r in row["repeats"]["reuse"])
