@@ -207,9 +207,10 @@ def start(session, replays_dir, models_dir, key, path, mode, source, family, dif
 
 
 def model_fields(mode: str) -> list[dict]:
-    """Shown or hidden with the mode: the model's picker, its note, the generation settings, Continue and Stop
-    serve a playing model, and in agent mode none plays."""
-    return [gr.update(visible=mode != "agent")] * 5
+    """Shown or hidden with the mode picked for the next Start: the model's picker, its note and the generation
+    settings serve a playing model, and in agent mode none plays. (Continue and Stop stay: they act on the episode
+    running now, whose model may still be writing.)"""
+    return [gr.update(visible=mode != "agent")] * 3
 
 
 def plan_template(session):

@@ -118,7 +118,6 @@ def build(demo: gr.Blocks, replays_dir: str | Path, models_dir: str | Path | Non
         start = gr.Button("▶ Start episode", variant="primary")
         go = gr.Button("Continue ▸")
         stop = gr.Button("■ Stop", variant="stop")
-    model_only += [go, stop]
     # Stop answers in its own line: written to the status, its reply could land after the stopped
     # generation's last word and hide it.
     stop_note = gr.Markdown(elem_classes="live-note", elem_id="live-stop-note")

@@ -98,9 +98,9 @@ def test_play_one_episode_as_the_agent(app, browser, tmp_path):
     picker = page.get_by_role("combobox", name="Model")
     assert picker.is_visible()
     page.get_by_label("You are the agent").check()
-    picker.wait_for(state="hidden", timeout=WAIT_MS)  # no model plays: its picker, settings, Continue, Stop go
-    for gone in (page.get_by_text("Generation settings"), page.get_by_role("button", name="■ Stop")):
-        assert not gone.is_visible()
+    picker.wait_for(state="hidden", timeout=WAIT_MS)  # no model plays: its picker and settings go
+    assert not page.get_by_text("Generation settings").is_visible()
+    assert page.get_by_role("button", name="■ Stop").is_visible()  # Stop stays: it acts on the episode running now
     page.get_by_role("button", name="▶ Start episode").click()
     page.get_by_text("Questions left:").wait_for(timeout=WAIT_MS)
     page.get_by_label("Ask the user").fill("What kind of event is it?")

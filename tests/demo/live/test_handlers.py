@@ -72,9 +72,9 @@ def test_agent_episode_through_the_handlers(models_dir, tmp_path):
 
 
 def test_agent_mode_hides_what_only_a_playing_model_uses():
-    assert [u["visible"] for u in h.model_fields("agent")] == [False] * 5
+    assert [u["visible"] for u in h.model_fields("agent")] == [False] * 3
     for mode in ("watch", "user"):
-        assert [u["visible"] for u in h.model_fields(mode)] == [True] * 5
+        assert [u["visible"] for u in h.model_fields(mode)] == [True] * 3
 
 
 @pytest.mark.parametrize("breakage, message", [
