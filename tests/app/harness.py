@@ -132,7 +132,9 @@ def open_decisions(browser, url: str):
 def fill_question(page, state: str, question: str, options: str) -> None:
     """The state and the first question typed into the Ask builder, as a visitor types them: the rows of the
     example the view opens on removed first, the last shown row each time, down to one."""
-    for k in range(6, 1, -1):  # demo.decisions.handlers.MAX_QUESTIONS rows at most
+    from demo.decisions.handlers import MAX_QUESTIONS
+
+    for k in range(MAX_QUESTIONS, 1, -1):
         row = page.get_by_label(f"q{k} question")
         if row.is_visible():
             page.locator("#dq-remove-2").click()

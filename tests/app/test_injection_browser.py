@@ -104,6 +104,7 @@ def test_visitor_text_in_live_play_is_text(browser, app_url, tmp_path):
     page.get_by_label("Ask the user").fill(PAYLOAD.replace("\n", " "))
     page.get_by_role("button", name="Ask", exact=True).click()
     page.get_by_text("Sign in again](http://", exact=False).first.wait_for(timeout=WAIT_MS)
+    page.get_by_label("Watch", exact=True).check()  # the folder box is for a model that plays: shown again
     path = page.get_by_label("…or a local model folder (Hugging Face layout)")
     path.fill(IMG + " " + LINK)
     path.press("Enter")
