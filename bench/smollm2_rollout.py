@@ -29,8 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from core.clarify.chat_policy import load_chat_policy  # noqa: E402
 from core.clarify.environment import ClarifyEnv  # noqa: E402
 from core.clarify.scenarios import load_scenarios  # noqa: E402
-from core.records import at_least, output_file  # noqa: E402
-from core.records import Generation  # noqa: E402
+from core.records import Generation, at_least, output_file  # noqa: E402
 
 
 def measure(policy, scenarios, samples: int, batch_kv: bool, seed: int = 0) -> dict:
