@@ -55,8 +55,8 @@ def quantize_int8(model: Any) -> Any:
     """Dynamic int8 quantisation of every Linear layer (weights int8, activations fp32).
 
     ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
-    dependency; it still works on torch 2.13 and is 3-4x faster for a 0.6B body on 2 cores. In
-    place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
+    dependency; it still works on torch 2.13 and generates 1.6-2x the fp32 tokens/s at the published
+    0.6B and 1.7B shapes (``bench/live_latency.py``, one thread). In place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
     """
     import torch
 
@@ -176,7 +176,7 @@ def load_folder(entry: ModelEntry, path: Path, int8: bool, progress: Progress, s
         progress(0.8, "quantising Linear layers to int8")
         model = quantize_int8(model)
     big = params > INT8_SUGGESTED_PARAMS and not int8
-    hint = "; large for a CPU: the int8 option runs it about 4x faster" if big else ""
+    hint = "; large for a CPU: the int8 option generates about twice as fast" if big else ""
     progress(1.0, f"{entry.key} ready ({params / 1e6:.1f} M parameters{', int8' if int8 else ''}{hint})")
     return LoadedModel(entry, path, model, tokenizer, int8, params, budget)
 
