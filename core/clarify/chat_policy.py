@@ -181,7 +181,7 @@ class ChatPolicy:
                 eos_token_id=self.eos_id, pad_token_id=self.pad_id, streamer=streamer,
                 **({"cache": cache} if cache is not None else {}))
         if len(rows) == 1 and cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
-            self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache)
+            self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache, prompt=width)
         kept = [row[:self.message_end(row) or len(row)] for row in out[:, width:].tolist()]
         if layout is not None:
             for d, kv in zip(dialogs, row_caches(layout, rows, kept, out.shape[1] - width)):

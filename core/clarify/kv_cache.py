@@ -4,8 +4,9 @@ Every agent turn re-reads the whole conversation (system prompt, tool list, earl
 without reuse turn 6 pays a full prefill of everything turns 1-5 already computed. ``KVStore``
 keeps, for one model, the caches of the last few conversations it processed, each keyed by the
 exact token ids it encodes. A new request takes the stored cache with the longest common token
-prefix and prefills only the rest: the rest of the same episode (the entry moves on with it), or,
-across episodes, the shared system prompt + tools prefix (copied and kept as a pinned entry).
+prefix and prefills only the rest: the rest of the same episode (the entry moves on with it, cut in
+place where the transcript re-rendered what was sampled), or, across episodes, the shared system
+prompt + tools prefix (copied and kept as a pinned entry).
 Only identical tokens at identical positions are reused, so greedy and seeded sampled turns are
 the same tokens as without the store; a chat template that rewrites history just shortens the
 common prefix (logged), it never changes what the model sees.
@@ -32,6 +33,9 @@ class _Entry:
     cache: Any
     pinned: bool = False
     """A shared prefix: always copied out, never handed out or evicted by conversations."""
+    prompt: int = 0
+    """How many of ``ids`` were the request (the rest were sampled): a request holding all of them continues
+    this conversation, whatever it made of the sampled tail."""
 
 
 def _common(a: tuple[int, ...], b: list[int]) -> int:
@@ -48,6 +52,13 @@ def shared_prefix(ids: list[list[int]]) -> int:
     for one in ids[1:]:
         n = next((i for i in range(n) if one[i] != ids[0][i]), n)
     return max(n, 0)
+
+
+def crop(cache: Any, n: int) -> Any:
+    """``cache`` cut to its first ``n`` positions in place (views: nothing is copied)."""
+    for layer in cache.layers:
+        layer.keys, layer.values = layer.keys[:, :, :n], layer.values[:, :, :n]
+    return cache
 
 
 def prefix_copy(cache: Any, n: int) -> Any:
@@ -81,9 +92,9 @@ class KVStore:
             if best is None or shared < MIN_SHARED:
                 return None, 0
             entry = self._entries[best]
-            if shared == len(entry.ids) and not entry.pinned:  # this conversation, moving on
-                del self._entries[best]
-                return entry.cache, shared
+            if not entry.pinned and shared >= min(entry.prompt, len(entry.ids)):  # this conversation, moving on
+                del self._entries[best]  # a re-rendered sampled tail is cut off in place: copying every layer
+                return crop(entry.cache, shared), shared  # each turn cost 0.1-2 s (bench/live_latency.py)
             copy = prefix_copy(entry.cache, shared)
             if not entry.pinned and len(ids) > len(entry.ids) > shared:
                 log.info("KV reuse: the stored conversation diverges at token %d of %d (a template that "
@@ -93,13 +104,14 @@ class KVStore:
             self._entries.move_to_end(best)
             return copy, shared
 
-    def give(self, ids: list[int], cache: Any) -> None:
-        """Store ``cache`` (holding exactly ``ids``) for the next turn; evicts the oldest."""
+    def give(self, ids: list[int], cache: Any, prompt: int | None = None) -> None:
+        """Store ``cache`` (holding exactly ``ids``, of which the first ``prompt`` were the request; default: all)
+        for the next turn; evicts the oldest."""
         if cache is None or cache.get_seq_length() != len(ids):
             raise ValueError(f"the cache holds {None if cache is None else cache.get_seq_length()} tokens, "
                              f"not the {len(ids)} given")
         with self._lock:
-            self._entries[self._key()] = _Entry(tuple(ids), cache)
+            self._entries[self._key()] = _Entry(tuple(ids), cache, prompt=len(ids) if prompt is None else prompt)
             self._evict()
 
     def _pin(self, ids: tuple[int, ...], cache: Any) -> None:

@@ -107,6 +107,48 @@ def test_store_checks_and_evicts(tiny):
     assert store_for(model) is store_for(model)
 
 
+def test_a_resampled_tail_is_cut_in_place_and_another_episode_gets_a_copy(tiny):
+    from transformers import DynamicCache
+
+    model, _ = tiny
+    ids = list(range(1, 41))
+
+    def read(tokens):
+        with torch.no_grad():
+            return model(torch.tensor([tokens]), cache=DynamicCache(config=model.config)).cache
+
+    store, cache = KVStore(), read(ids)
+    store.give(ids, cache, prompt=30)  # 30 request tokens, 10 sampled
+    taken, n = store.take(ids[:35] + [7, 8, 9])  # the transcript re-rendered the sampled tail from token 35
+    assert taken is cache and n == 35 and store.sizes() == []  # handed over, nothing copied or pinned
+    fresh = read(ids[:35])  # the same positions read alone (causal: equal up to float rounding)
+    for mine, theirs in zip(taken.layers, fresh.layers, strict=True):
+        assert mine.keys.shape == theirs.keys.shape and torch.allclose(mine.keys, theirs.keys, atol=1e-5)
+        assert mine.values.shape == theirs.values.shape and torch.allclose(mine.values, theirs.values, atol=1e-5)
+    cache = read(ids)
+    store.give(ids, cache, prompt=30)
+    copied, n = store.take(ids[:20] + [9] * 5)  # shares less than the request: another episode
+    assert copied is not cache and n == 20 and cache.get_seq_length() == 40
+    assert sorted(store.sizes()) == [(20, True), (40, False)]  # the conversation keeps its cache; its prefix is pinned
+
+
+def test_turns_whose_sampled_text_is_replaced_reuse_in_place(tiny):
+    reuse, plain = policies(tiny, 0.0)
+    dialog = reuse.start(ClarifyEnv(generate_scenario(3, "easy"), "v2"))
+    ids = list(dialog.ids)
+    scripted = reuse.encode(render_tool_call(ToolCall(name="get_task_info", arguments={})))
+    filler = reuse.encode("<|im_end|>\n<|im_start|>user\nPlease go on.<|im_end|>\n<|im_start|>assistant\n")
+    reused = []
+    for turn in range(4):
+        [a] = reuse.sample([Dialog(prompt_ids=ids, text="")], seed=turn)
+        [b] = plain.sample([Dialog(prompt_ids=ids, text="")], seed=turn)
+        assert a == b, f"turn {turn + 1}: the tokens differ with KV reuse"
+        reused.append(reuse.reused_tokens)
+        ids = ids + a[:2] + scripted + filler  # as the bench's scripted calls: the sampled tail is not kept
+    assert reused[0] == 0 and all(r >= len(ids) // 2 for r in reused[1:])
+    assert all(not pinned for _, pinned in reuse.kv.sizes())  # one conversation: nothing was copied to pin
+
+
 @pytest.mark.parametrize("temperature", [0.0, 0.7])
 def test_the_shipped_policy_plays_the_same_episodes_with_reuse(temperature):
     # a trained policy makes real multi-turn episodes: every turn after the first reuses the last
