@@ -59,6 +59,8 @@ class Dialog:
     """False when the template was not prefix-preserving and the transcript was re-tokenised."""
     kv: RowKV | None = field(default=None, repr=False, compare=False)
     """In a batch: the keys/values of the tokens the model has read so far (dropped when the episode ends)."""
+    conversation: int | None = field(default=None, compare=False)
+    """Whose turns these are (its environment's id): a ``KVStore`` hands this conversation's cache back to it."""
 
     @property
     def ids(self) -> list[int]:
@@ -149,7 +151,7 @@ class ChatPolicy:
     def start(self, env: ClarifyEnv) -> Dialog:
         """A fresh transcript for ``env`` (which may already hold turns, e.g. in live play)."""
         text = self.render(env)
-        return Dialog(prompt_ids=self.encode(text), text=text)
+        return Dialog(prompt_ids=self.encode(text), text=text, conversation=id(env))
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -173,7 +175,7 @@ class ChatPolicy:
                 width = max(len(r) for r in rows)
                 ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows])
                 attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-                cache = self._cached(rows[0]) if self.kv is not None and len(rows) == 1 else None
+                cache = self._cached(dialogs[0]) if self.kv is not None and len(rows) == 1 else None
             out = self.model.generate(
                 input_ids=ids, attention_mask=attention, max_new_tokens=token_budget(g.max_new_tokens, None),
                 do_sample=False, logits_processor=None if not g.temperature else [SeededDraw(g.temperature, g.top_p, seed)],
@@ -181,7 +183,7 @@ class ChatPolicy:
                 eos_token_id=self.eos_id, pad_token_id=self.pad_id, streamer=streamer,
                 **({"cache": cache} if cache is not None else {}))
         if len(rows) == 1 and cache is not None and cache.get_seq_length():  # every token generate fed (all but the last)
-            self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache, prompt=width)
+            self.kv.give(out[0, :cache.get_seq_length()].tolist(), cache, dialogs[0].conversation)
         kept = [row[:self.message_end(row) or len(row)] for row in out[:, width:].tolist()]
         if layout is not None:
             for d, kv in zip(dialogs, row_caches(layout, rows, kept, out.shape[1] - width)):
@@ -208,11 +210,11 @@ class ChatPolicy:
         self.model(input_ids=torch.tensor([ids]), cache=cache, use_cache=True)
         return RowKV(tuple(ids), [(layer.keys, layer.values) for layer in cache.layers])
 
-    def _cached(self, ids: list[int]) -> Any:
-        """The store's cache for the longest known prefix of ``ids``, or a fresh one to fill."""
+    def _cached(self, dialog: Dialog) -> Any:
+        """The store's cache for the longest known prefix of the dialog's tokens, or a fresh one to fill."""
         from transformers import DynamicCache
 
-        cache, self.reused_tokens = self.kv.take(ids)
+        cache, self.reused_tokens = self.kv.take(dialog.ids, dialog.conversation)
         return cache if cache is not None else DynamicCache(config=getattr(self.model, "config", None))
 
     def advance(self, env: ClarifyEnv, dialog: Dialog, new_ids: list[int]) -> Turn:

@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Hashable
 
 from core.clarify.model_slots import PerModel
 
@@ -33,9 +33,9 @@ class _Entry:
     cache: Any
     pinned: bool = False
     """A shared prefix: always copied out, never handed out or evicted by conversations."""
-    prompt: int = 0
-    """How many of ``ids`` were the request (the rest were sampled): a request holding all of them continues
-    this conversation, whatever it made of the sampled tail."""
+    conversation: Hashable | None = None
+    """Who gave it: when the same conversation takes it back, it moves on in place, wherever its tail was
+    re-rendered (a sampled message replaced, a template's generation prompt dropped from the history)."""
 
 
 def _common(a: tuple[int, ...], b: list[int]) -> int:
@@ -80,9 +80,10 @@ class KVStore:
         self._next = 0
         self._lock = threading.Lock()
 
-    def take(self, ids: list[int]) -> tuple[Any | None, int]:
+    def take(self, ids: list[int], conversation: Hashable | None = None) -> tuple[Any | None, int]:
         """A cache holding the first ``n`` tokens of ``ids`` (``n < len(ids)``: generation must
-        feed at least one token), for the caller to extend; ``(None, 0)`` when nothing fits."""
+        feed at least one token), for the caller to extend; ``(None, 0)`` when nothing fits. Another
+        conversation's cache is copied (it may come back for it); the caller's own is handed over."""
         with self._lock:
             best, shared = None, 0
             for key, entry in self._entries.items():
@@ -92,9 +93,10 @@ class KVStore:
             if best is None or shared < MIN_SHARED:
                 return None, 0
             entry = self._entries[best]
-            if not entry.pinned and shared >= min(entry.prompt, len(entry.ids)):  # this conversation, moving on
-                del self._entries[best]  # a re-rendered sampled tail is cut off in place: copying every layer
-                return crop(entry.cache, shared), shared  # each turn cost 0.1-2 s (bench/live_latency.py)
+            mine = conversation is not None and entry.conversation == conversation
+            if not entry.pinned and (shared == len(entry.ids) or mine):  # this conversation, moving on
+                del self._entries[best]  # a re-rendered tail is cut off in place: copying every layer, and
+                return crop(entry.cache, shared), shared  # again to pin it, cost 0.1-2 s a turn (bench/live_latency.py)
             copy = prefix_copy(entry.cache, shared)
             if not entry.pinned and len(ids) > len(entry.ids) > shared:
                 log.info("KV reuse: the stored conversation diverges at token %d of %d (a template that "
@@ -104,14 +106,13 @@ class KVStore:
             self._entries.move_to_end(best)
             return copy, shared
 
-    def give(self, ids: list[int], cache: Any, prompt: int | None = None) -> None:
-        """Store ``cache`` (holding exactly ``ids``, of which the first ``prompt`` were the request; default: all)
-        for the next turn; evicts the oldest."""
+    def give(self, ids: list[int], cache: Any, conversation: Hashable | None = None) -> None:
+        """Store ``cache`` (holding exactly ``ids``) for ``conversation``'s next turn; evicts the oldest."""
         if cache is None or cache.get_seq_length() != len(ids):
             raise ValueError(f"the cache holds {None if cache is None else cache.get_seq_length()} tokens, "
                              f"not the {len(ids)} given")
         with self._lock:
-            self._entries[self._key()] = _Entry(tuple(ids), cache, prompt=len(ids) if prompt is None else prompt)
+            self._entries[self._key()] = _Entry(tuple(ids), cache, conversation=conversation)
             self._evict()
 
     def _pin(self, ids: tuple[int, ...], cache: Any) -> None:

@@ -107,7 +107,7 @@ def test_store_checks_and_evicts(tiny):
     assert store_for(model) is store_for(model)
 
 
-def test_a_resampled_tail_is_cut_in_place_and_another_episode_gets_a_copy(tiny):
+def test_a_conversation_takes_its_own_cache_back_in_place_and_another_gets_a_copy(tiny):
     from transformers import DynamicCache
 
     model, _ = tiny
@@ -118,18 +118,18 @@ def test_a_resampled_tail_is_cut_in_place_and_another_episode_gets_a_copy(tiny):
             return model(torch.tensor([tokens]), cache=DynamicCache(config=model.config)).cache
 
     store, cache = KVStore(), read(ids)
-    store.give(ids, cache, prompt=30)  # 30 request tokens, 10 sampled
-    taken, n = store.take(ids[:35] + [7, 8, 9])  # the transcript re-rendered the sampled tail from token 35
+    store.give(ids, cache, "a")
+    taken, n = store.take(ids[:35] + [7, 8, 9], "a")  # its transcript re-rendered the tail from token 35
     assert taken is cache and n == 35 and store.sizes() == []  # handed over, nothing copied or pinned
     fresh = read(ids[:35])  # the same positions read alone (causal: equal up to float rounding)
     for mine, theirs in zip(taken.layers, fresh.layers, strict=True):
         assert mine.keys.shape == theirs.keys.shape and torch.allclose(mine.keys, theirs.keys, atol=1e-5)
         assert mine.values.shape == theirs.values.shape and torch.allclose(mine.values, theirs.values, atol=1e-5)
     cache = read(ids)
-    store.give(ids, cache, prompt=30)
-    copied, n = store.take(ids[:20] + [9] * 5)  # shares less than the request: another episode
-    assert copied is not cache and n == 20 and cache.get_seq_length() == 40
-    assert sorted(store.sizes()) == [(20, True), (40, False)]  # the conversation keeps its cache; its prefix is pinned
+    store.give(ids, cache, "a")
+    copied, n = store.take(ids[:35] + [9] * 5, "b")  # another conversation: it may come back for its cache
+    assert copied is not cache and n == 35 and cache.get_seq_length() == 40
+    assert sorted(store.sizes()) == [(35, True), (40, False)]  # "a" keeps its cache; the shared prefix is pinned
 
 
 def test_turns_whose_sampled_text_is_replaced_reuse_in_place(tiny):
@@ -140,8 +140,8 @@ def test_turns_whose_sampled_text_is_replaced_reuse_in_place(tiny):
     filler = reuse.encode("<|im_end|>\n<|im_start|>user\nPlease go on.<|im_end|>\n<|im_start|>assistant\n")
     reused = []
     for turn in range(4):
-        [a] = reuse.sample([Dialog(prompt_ids=ids, text="")], seed=turn)
-        [b] = plain.sample([Dialog(prompt_ids=ids, text="")], seed=turn)
+        [a] = reuse.sample([Dialog(prompt_ids=ids, text="", conversation=1)], seed=turn)
+        [b] = plain.sample([Dialog(prompt_ids=ids, text="", conversation=1)], seed=turn)
         assert a == b, f"turn {turn + 1}: the tokens differ with KV reuse"
         reused.append(reuse.reused_tokens)
         ids = ids + a[:2] + scripted + filler  # as the bench's scripted calls: the sampled tail is not kept
