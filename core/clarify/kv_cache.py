@@ -95,8 +95,8 @@ class KVStore:
             entry = self._entries[best]
             mine = conversation is not None and entry.conversation == conversation
             if not entry.pinned and (shared == len(entry.ids) or mine):  # this conversation, moving on
-                del self._entries[best]  # a re-rendered tail is cut off in place: copying every layer, and
-                return crop(entry.cache, shared), shared  # again to pin it, cost 0.1-2 s a turn (bench/live_latency.py)
+                del self._entries[best]  # a re-rendered tail is cut off in place: copying every layer, and again
+                return crop(entry.cache, shared), shared  # to pin it, cost up to 2 s a turn (bench/live_latency)
             copy = prefix_copy(entry.cache, shared)
             if not entry.pinned and len(ids) > len(entry.ids) > shared:
                 log.info("KV reuse: the stored conversation diverges at token %d of %d (a template that "

@@ -56,7 +56,8 @@ def quantize_int8(model: Any) -> Any:
 
     ``torch.ao.quantization.quantize_dynamic`` is deprecated in favour of torchao, which is not a
     dependency; it still works on torch 2.13 and generates 1.6-2x the fp32 tokens/s at the published
-    0.6B and 1.7B shapes (``bench/live_latency.py``, one thread). In place: a copy would hold a second fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
+    0.6B and 1.7B shapes (``bench/live_latency.py``, one thread). In place: a copy would hold a second
+    fp32 body at the peak (13.6 GB instead of 6.8 for 1.7B).
     """
     import torch
 
