@@ -19,7 +19,7 @@ import logging
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
 
 import torch
 
@@ -59,8 +59,8 @@ class Dialog:
     """False when the template was not prefix-preserving and the transcript was re-tokenised."""
     kv: RowKV | None = field(default=None, repr=False, compare=False)
     """In a batch: the keys/values of the tokens the model has read so far (dropped when the episode ends)."""
-    conversation: int | None = field(default=None, compare=False)
-    """Whose turns these are (its environment's id): a ``KVStore`` hands this conversation's cache back to it."""
+    conversation: Hashable | None = field(default=None, compare=False)
+    """Whose turns these are (its environment's id unless told): a ``KVStore`` hands their cache back to them."""
 
     @property
     def ids(self) -> list[int]:

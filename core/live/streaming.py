@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Hashable, Iterator
 
 from core.clarify.environment import ClarifyEnv
 from core.clarify.model_slots import ModelSlot, slot_for
@@ -141,20 +141,24 @@ def turn_text(tokenizer: Any, ids: list[int]) -> str:
 
 
 def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sample_seed: int,
-                min_interval: float = 0.05, clock: TurnClock | None = None) -> Iterator[tuple[str, list[int]]]:
+                min_interval: float = 0.05, clock: TurnClock | None = None,
+                conversation: Hashable | None = None) -> Iterator[tuple[str, list[int]]]:
     """Yield (text so far, token ids so far) while the policy samples its next turn for ``env``.
 
     Text is decoded at most every ``min_interval`` seconds (the first token at once, the whole
     turn at the end), so a fast model is not slowed by decoding for a display that cannot keep
     up. Closing the iterator (or setting ``stop``) stops generation at the next token; the worker
     thread is joined before this returns, so no computation outlives the turn. ``clock``, when
-    given, receives the turn's start, first-token and end times.
+    given, receives the turn's start, first-token and end times. ``conversation`` names whose turns
+    these are for the model's KV store when ``env`` is a copy each turn (a live session's id).
     """
     clock = clock if clock is not None else TurnClock()
     clock.asked = clock.start = time.monotonic()
     closed = threading.Event()
     streamer, failure, started = TokenQueue(stop, closed), [], threading.Event()
     dialog = policy.start(env)
+    if conversation is not None:
+        dialog.conversation = conversation
     slot = slot_for(policy.model)
     slot.admit()  # ModelBusy when the model's queue is full: nothing starts
 

@@ -45,7 +45,8 @@ def model_turns(session: LiveSession, model: Any, tokenizer: Any, stop: threadin
         ids: list[int] = []
         generating = f"generating turn {len(session.env.turns) + 1}"
         clock = TurnClock()
-        with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock)) as stream:
+        with closing(stream_turn(policy, session.env, stop, seed, min_interval, clock,
+                                 conversation=session.session_id)) as stream:  # env is copied each call
             for session.draft, ids in stream:
                 session.draft_tokens = len(ids)
                 session.status = WAITING if clock.waiting else generating

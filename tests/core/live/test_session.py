@@ -231,6 +231,24 @@ def test_user_mode_scores_the_persons_answers(tiny):
         answer_question(session, "late")
 
 
+def test_a_sessions_turns_take_its_own_kv_cache_back_across_copies(tiny, monkeypatch):
+    # every model_turns call plays a copy of the session (gr.State), so its environment is a new object each
+    # time; the KV store must still see one conversation, or it copies the whole cache at every turn
+    from core.clarify.kv_cache import KVStore
+
+    keys, take = [], KVStore.take
+    monkeypatch.setattr(KVStore, "take", lambda self, ids, conversation=None: (
+        keys.append(conversation), take(self, ids, conversation))[1])
+    profile = SCENARIO.hidden_profile
+    first = list(profile)[0]
+    texts = [call("ask_question", question=revealing_question(first, tuple(profile), "v1")),
+             call("propose_plan", plan="{}")]
+    session = play(start("user", SCENARIO, entry=local_entry("x")), ScriptedLM(tiny.tokenizer, texts), tiny.tokenizer)
+    session = answer_question(session, f"It is {profile[first]}")
+    session = play(session, ScriptedLM(tiny.tokenizer, texts[1:]), tiny.tokenizer)
+    assert session.done and keys == [session.session_id] * 2
+
+
 def test_overlong_visitor_text_is_refused_with_the_reason(tiny):
     texts = [call("ask_question", question=revealing_question(list(SCENARIO.hidden_profile)[0],
                                                               tuple(SCENARIO.hidden_profile), "v1"))]
