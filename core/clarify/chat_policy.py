@@ -148,10 +148,12 @@ class ChatPolicy:
                 return i + 1
         return None
 
-    def start(self, env: ClarifyEnv) -> Dialog:
-        """A fresh transcript for ``env`` (which may already hold turns, e.g. in live play)."""
+    def start(self, env: ClarifyEnv, conversation: Hashable | None = None) -> Dialog:
+        """A fresh transcript for ``env`` (which may already hold turns, e.g. in live play), in ``conversation``
+        (default: ``env`` itself; a live session names itself, since it plays a copy of ``env`` each call)."""
         text = self.render(env)
-        return Dialog(prompt_ids=self.encode(text), text=text, conversation=id(env))
+        key = id(env) if conversation is None else conversation
+        return Dialog(prompt_ids=self.encode(text), text=text, conversation=key)
 
     # ---- one step --------------------------------------------------------------------------
 

@@ -82,8 +82,9 @@ class KVStore:
 
     def take(self, ids: list[int], conversation: Hashable | None = None) -> tuple[Any | None, int]:
         """A cache holding the first ``n`` tokens of ``ids`` (``n < len(ids)``: generation must
-        feed at least one token), for the caller to extend; ``(None, 0)`` when nothing fits. Another
-        conversation's cache is copied (it may come back for it); the caller's own is handed over."""
+        feed at least one token), for the caller to extend; ``(None, 0)`` when nothing fits. The caller's
+        own cache, or one whose every token it holds, is handed over; another conversation's prefix is
+        copied (its owner may come back for it)."""
         with self._lock:
             best, shared = None, 0
             for key, entry in self._entries.items():

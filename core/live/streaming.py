@@ -156,9 +156,7 @@ def stream_turn(policy: "ChatPolicy", env: ClarifyEnv, stop: threading.Event, sa
     clock.asked = clock.start = time.monotonic()
     closed = threading.Event()
     streamer, failure, started = TokenQueue(stop, closed), [], threading.Event()
-    dialog = policy.start(env)
-    if conversation is not None:
-        dialog.conversation = conversation
+    dialog = policy.start(env, conversation)
     slot = slot_for(policy.model)
     slot.admit()  # ModelBusy when the model's queue is full: nothing starts
 
