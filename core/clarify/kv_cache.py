@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable
 
 from core.clarify.model_slots import PerModel
+from core.models.layers import holding
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,8 @@ def crop(cache: Any, n: int) -> Any:
 
 
 def prefix_copy(cache: Any, n: int) -> Any:
-    """A new DynamicCache holding the first ``n`` positions of ``cache`` (tensors copied)."""
-    from transformers import DynamicCache
-
-    return DynamicCache(ddp_cache_data=[(layer.keys[:, :, :n].clone(), layer.values[:, :, :n].clone())
-                                        for layer in cache.layers])
+    """A new DynamicCache holding the first ``n`` positions of ``cache`` (each tensor copied once)."""
+    return holding([(layer.keys[:, :, :n].clone(), layer.values[:, :, :n].clone()) for layer in cache.layers])
 
 
 class KVStore:
@@ -174,7 +172,6 @@ def batch_layout(rows: list[list[int]], kvs: list["RowKV | None"], pad_id: int) 
     """Lay out ``rows`` over the tokens each ``kvs[i]`` already holds (the longest common prefix, at
     most all but the last token: generation must feed one)."""
     import torch
-    from transformers import DynamicCache
 
     held = [0 if kv is None else min(_common(kv.ids, r), len(r) - 1) for r, kv in zip(rows, kvs)]
     width, rest = max(held), max(len(r) - h for r, h in zip(rows, held))
@@ -190,7 +187,7 @@ def batch_layout(rows: list[list[int]], kvs: list["RowKV | None"], pad_id: int) 
             ks.append(torch.nn.functional.pad(k, pad))
             vs.append(torch.nn.functional.pad(v, pad))
         layers.append((torch.cat(ks), torch.cat(vs)))
-    return BatchLayout(torch.tensor(ids), torch.tensor(mask), DynamicCache(ddp_cache_data=layers), width, held)
+    return BatchLayout(torch.tensor(ids), torch.tensor(mask), holding(layers), width, held)
 
 
 def row_caches(layout: BatchLayout, rows: list[list[int]], kept: list[list[int]], generated: int) -> list[RowKV]:

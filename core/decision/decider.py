@@ -30,6 +30,7 @@ from core.decision.prompt import (check_seam, encode, encode_prefix, letter_toke
 from core.decision.questions import MAX_OPTIONS, Answer, Question, QuestionError, Truncation, make_answer, render_state
 from core.decision.readout import readout
 from core.decision.rotation import merge_all, question_orders, reorder
+from core.models.layers import holding
 
 PATHS = ("reference", "shared", "packed")
 EXACT_COUNT_CHARS = 1 << 16
@@ -328,7 +329,7 @@ class Decider:
             for i, s in enumerate(chunk):
                 ids[i, : len(s)] = torch.tensor(s, device=dev)
                 mask[i, p: p + len(s)] = 1
-            cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv])
+            cache = holding([(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv])
             pos = (p + torch.arange(width, device=dev)).unsqueeze(0).expand(b, -1)
             h = self.body(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True).last_hidden_state
             last = torch.tensor([len(s) - 1 for s in chunk], device=dev)
@@ -341,7 +342,7 @@ class Decider:
         for chunk in _token_chunks(req.suffixes, self.limits.packed_chunk_tokens):
             head = req.prefix if kv is None else []
             ids, pos, mask, last = packed_inputs(head, chunk, p, self.body.dtype, dev)
-            cache = DynamicCache(ddp_cache_data=kv) if kv is not None else DynamicCache()
+            cache = holding(kv) if kv is not None else DynamicCache()
             read = states_at is not None and kv is None  # the first chunk holds the prefix, which sees only itself
             run = self.body(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
                             output_hidden_states=read)

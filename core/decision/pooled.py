@@ -44,7 +44,7 @@ from core.decision.prompt import SeamError, check_seam, encode, encode_prefix, h
 from core.decision.questions import Question, QuestionError, render_state
 from core.decision.softening import familiarity_of, nearness_of, temperature_of
 from core.models.entries import POOLED_DESIGN
-from core.models.layers import RecentStates, first_layers, mean_states, right_padded
+from core.models.layers import RecentStates, first_layers, holding, mean_states, right_padded
 
 FORMAT = "clarifylab-pooled-readout-v1"
 CARD_FILE, HEAD_FILE = "pooled.json", "pooled_head.safetensors"
@@ -194,7 +194,7 @@ class PooledReader:
             for s in range(0, len(suffixes), batch):
                 x, mask = right_padded([torch.tensor(one) for one in suffixes[s:s + batch]], torch.long)
                 b = len(x)
-                shared = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv])
+                shared = holding([(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv])
                 pos = (p + torch.arange(x.shape[1])).unsqueeze(0).expand(b, -1)
                 full = torch.cat([torch.ones(b, p, dtype=torch.long), mask], 1)
                 hidden = self.lower(input_ids=x, attention_mask=full, position_ids=pos, cache=shared,

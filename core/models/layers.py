@@ -3,7 +3,8 @@
 Training caches the frozen lower layers of a real body (``train.split_body``); the pooled readout reads
 a middle layer's states (``core.decision.pooled``, ``core.decision.softening``). They cut the body the
 same way, batch rows the same way (``right_padded``) and average states the same way (``mean_states``), and
-keep the mean states they read lately the same way (``RecentStates``).
+keep the mean states they read lately the same way (``RecentStates``). A run that continues cached keys and
+values gets them through ``holding``: ``DynamicCache(ddp_cache_data=...)`` would copy every tensor first.
 """
 
 import copy
@@ -45,6 +46,18 @@ def mean_states(lower, ids: Sequence[list[int]], skip: Sequence[int], batch: int
                 keep[i, :k] = 0.0
             out.append((hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1.0))
     return torch.cat(out) if out else torch.zeros(0, lower.config.hidden_size)
+
+
+def holding(layers: Sequence[tuple[torch.Tensor, torch.Tensor]]):
+    """A transformers DynamicCache over exactly these per-layer ``(keys, values)`` [batch, heads, positions, dim], not
+    copies (the constructor concatenates each onto an empty tensor, materialising an ``expand`` too). The model's
+    ``update`` concatenates new positions onto them and never writes into them."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(ddp_cache_data=[(k[:, :, :0], v[:, :, :0]) for k, v in layers])
+    for layer, (k, v) in zip(cache.layers, layers, strict=True):
+        layer.keys, layer.values = k, v
+    return cache
 
 
 def right_padded(rows: Sequence[torch.Tensor], dtype) -> tuple[torch.Tensor, torch.Tensor]:

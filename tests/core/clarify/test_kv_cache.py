@@ -8,9 +8,10 @@ import torch
 
 from core.clarify.chat_policy import ChatPolicy, Dialog
 from core.clarify.environment import ClarifyEnv
-from core.clarify.kv_cache import MIN_SHARED, KVStore, store_for
+from core.clarify.kv_cache import MIN_SHARED, KVStore, prefix_copy, store_for
 from core.clarify.scenarios import generate_scenario
 from core.clarify.toolcalls import render_tool_call
+from core.models.layers import holding
 from core.records import Generation, ToolCall
 from tests.fixtures.tiny_chat import build_tiny_chat
 from train.clarify_tokenizer import CHAT_TEMPLATE
@@ -130,6 +131,28 @@ def test_a_conversation_takes_its_own_cache_back_in_place_and_another_gets_a_cop
     copied, n = store.take(ids[:35] + [9] * 5, "b")  # another conversation: it may come back for its cache
     assert copied is not cache and n == 35 and cache.get_seq_length() == 40
     assert sorted(store.sizes()) == [(35, True), (40, False)]  # "a" keeps its cache; the shared prefix is pinned
+
+
+def test_a_cache_is_built_over_its_tensors_and_a_prefix_is_copied_once(tiny):
+    from transformers import DynamicCache
+
+    model, _ = tiny
+    ids = list(range(1, 41))
+    with torch.no_grad():
+        whole = model(torch.tensor([ids]), cache=DynamicCache(config=model.config)).cache
+    layers = [(layer.keys, layer.values) for layer in whole.layers]
+    held = holding(layers)  # the same tensors: DynamicCache(ddp_cache_data=...) would have copied each
+    assert all(a.keys is k and a.values is v for a, (k, v) in zip(held.layers, layers, strict=True))
+    assert held.get_seq_length() == 40
+    copy = prefix_copy(whole, 30)
+    for mine, (k, v) in zip(copy.layers, layers, strict=True):
+        assert mine.keys.untyped_storage().data_ptr() != k.untyped_storage().data_ptr()
+        assert torch.equal(mine.keys, k[:, :, :30]) and torch.equal(mine.values, v[:, :, :30])
+    with torch.no_grad():  # both read on as a cache built from scratch does
+        fresh = model(torch.tensor([ids[:30]]), cache=DynamicCache(config=model.config)).cache
+        a = model(torch.tensor([[7, 8]]), cache=copy).logits
+        b = model(torch.tensor([[7, 8]]), cache=fresh).logits
+    assert torch.allclose(a, b, atol=1e-5) and copy.get_seq_length() == 32
 
 
 def test_turns_whose_sampled_text_is_replaced_reuse_in_place(tiny):
