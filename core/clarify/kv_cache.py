@@ -6,7 +6,7 @@ keeps, for one model, the caches of the last few conversations it processed, eac
 exact token ids it encodes. A new request takes the stored cache with the longest common token
 prefix and prefills only the rest: the rest of the same episode (the entry moves on with it, cut in
 place where the transcript re-rendered what was sampled), or, across episodes, the shared system
-prompt + tools prefix (copied and kept as a pinned entry).
+prompt + tools prefix (copied once into a pinned entry, which later episodes read without a copy).
 Only identical tokens at identical positions are reused, so greedy and seeded sampled turns are
 the same tokens as without the store; a chat template that rewrites history just shortens the
 common prefix (logged), it never changes what the model sees.
@@ -33,7 +33,8 @@ class _Entry:
     """The tokens the cache holds, position by position."""
     cache: Any
     pinned: bool = False
-    """A shared prefix: always copied out, never handed out or evicted by conversations."""
+    """A shared prefix: read by every taker through views of its tensors, never handed over or evicted by
+    conversations."""
     conversation: Hashable | None = None
     """Who gave it: when the same conversation takes it back, it moves on in place, wherever its tail was
     re-rendered (a sampled message replaced, a template's generation prompt dropped from the history)."""
@@ -82,7 +83,8 @@ class KVStore:
         """A cache holding the first ``n`` tokens of ``ids`` (``n < len(ids)``: generation must
         feed at least one token), for the caller to extend; ``(None, 0)`` when nothing fits. The caller's
         own cache, or one whose every token it holds, is handed over; another conversation's prefix is
-        copied (its owner may come back for it)."""
+        copied once, into a pinned entry (its owner may come back for its own), and the caller reads that
+        entry's tensors (a model's cache ``update`` concatenates onto them, never writing into them)."""
         with self._lock:
             best, shared = None, 0
             for key, entry in self._entries.items():
@@ -96,14 +98,14 @@ class KVStore:
             if not entry.pinned and (shared == len(entry.ids) or mine):  # this conversation, moving on
                 del self._entries[best]  # a re-rendered tail is cut off in place: copying every layer, and again
                 return crop(entry.cache, shared), shared  # to pin it, cost up to 2 s a turn (bench/live_latency)
-            copy = prefix_copy(entry.cache, shared)
             if not entry.pinned and len(ids) > len(entry.ids) > shared:
                 log.info("KV reuse: the stored conversation diverges at token %d of %d (a template that "
                          "is not prefix-preserving, or another episode): prefilling from there", shared, len(entry.ids))
-            if not entry.pinned:
-                self._pin(entry.ids[:shared], copy)
+            pin = entry if entry.pinned else self._pin(entry.ids[:shared], entry.cache)
             self._entries.move_to_end(best)
-            return copy, shared
+            if pin is None:  # nothing is pinned: a copy of its own
+                return prefix_copy(entry.cache, shared), shared
+            return holding([(layer.keys[:, :, :shared], layer.values[:, :, :shared]) for layer in pin.cache.layers]), shared
 
     def give(self, ids: list[int], cache: Any, conversation: Hashable | None = None) -> None:
         """Store ``cache`` (holding exactly ``ids``) for ``conversation``'s next turn; evicts the oldest."""
@@ -114,10 +116,16 @@ class KVStore:
             self._entries[self._key()] = _Entry(tuple(ids), cache, conversation=conversation)
             self._evict()
 
-    def _pin(self, ids: tuple[int, ...], cache: Any) -> None:
-        if self.max_pinned and not any(e.pinned and e.ids == ids for e in self._entries.values()):
-            self._entries[self._key()] = _Entry(ids, prefix_copy(cache, len(ids)), pinned=True)
+    def _pin(self, ids: tuple[int, ...], cache: Any) -> _Entry | None:
+        """The pinned entry holding ``ids`` (copied from ``cache`` if none does); None when nothing is pinned."""
+        if not self.max_pinned:
+            return None
+        pinned = next((e for e in self._entries.values() if e.pinned and e.ids == ids), None)
+        if pinned is None:
+            pinned = _Entry(ids, prefix_copy(cache, len(ids)), pinned=True)
+            self._entries[self._key()] = pinned
             self._evict()
+        return pinned
 
     def _key(self) -> int:
         self._next += 1

@@ -108,7 +108,7 @@ def test_store_checks_and_evicts(tiny):
     assert store_for(model) is store_for(model)
 
 
-def test_a_conversation_takes_its_own_cache_back_in_place_and_another_gets_a_copy(tiny):
+def test_a_conversation_takes_its_own_cache_back_in_place_and_another_reads_a_pinned_copy(tiny):
     from transformers import DynamicCache
 
     model, _ = tiny
@@ -131,6 +131,16 @@ def test_a_conversation_takes_its_own_cache_back_in_place_and_another_gets_a_cop
     copied, n = store.take(ids[:35] + [9] * 5, "b")  # another conversation: it may come back for its cache
     assert copied is not cache and n == 35 and cache.get_seq_length() == 40
     assert sorted(store.sizes()) == [(35, True), (40, False)]  # "a" keeps its cache; the shared prefix is pinned
+    pinned = next(e for e in store._entries.values() if e.pinned).cache
+    assert all(mine.keys.data_ptr() == theirs.keys.data_ptr() for mine, theirs in zip(copied.layers, pinned.layers))
+    before = [layer.keys.clone() for layer in pinned.layers]
+    with torch.no_grad():  # "b" reads on from the pinned tensors, the one copy made
+        model(torch.tensor([[9] * 5]), cache=copied)
+    assert copied.get_seq_length() == 40 and pinned.get_seq_length() == 35
+    assert all(torch.equal(layer.keys, old) for layer, old in zip(pinned.layers, before))  # left as it was
+    again, n = store.take(ids[:35] + [8] * 5, "c")  # a third conversation reads the same pinned tensors
+    assert n == 35 and again.layers[0].keys.data_ptr() == pinned.layers[0].keys.data_ptr()
+    assert sorted(store.sizes()) == [(35, True), (40, False)]
 
 
 def test_a_cache_is_built_over_its_tensors_and_a_prefix_is_copied_once(tiny):
