@@ -5,9 +5,9 @@ as data, ``parse_spec``), ``availability`` (the one acceptance rule for a folder
 ``lists`` (the one list both tabs show, typed keys), ``loader`` (the one loader of a causal LM folder,
 GGUF file or LoRA adapter; ``shared_causal_lm``), ``dense_copies`` (a GGUF file dequantised once, kept as a
 dense folder), ``bases`` (one copy of a base per process, shared
-by every model built on it), ``layers`` (a body running only its first layers; a cache over keys and values held, not copied), ``cache`` (the one
-load-once cache, ``pick``), ``memory`` (the process's LRU bound on loaded models' bytes, a shared
-base counted once) and ``packages`` (the packaged weights of requirements-models.txt, installed at a Space's
+by every model built on it), ``layers`` (a body running only its first layers; a cache over keys and values
+held, not copied), ``cache`` (the one load-once cache, ``pick``), ``memory`` (the process's LRU bound on
+loaded models' bytes, a shared base counted once) and ``packages`` (the packaged weights of requirements-models.txt, installed at a Space's
 start without their dependencies). Importing the package imports no torch: only loading does.
 """
 
