@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.decision.export.adapter import SOFTENING_FILE, read_adapter_card, set_choice_orders
+from core.decision.data.natural import PHRASEBOOKS
 from core.decision.export.published import CARD_FILE
 from train.decision_run import LOG, META, MODEL, parse_config
 from train.decision_smollm2_eval import AS_TRAINED
@@ -126,9 +127,13 @@ def orders_section(card) -> list[str]:
 
 
 def phrasebook_of(natural: str) -> str | None:
-    """The phrasebook a natural dataset was drawn from, read off its manifest (None: v1, or no manifest here)."""
+    """The phrasebook a natural dataset was drawn from (None: v1), read off its manifest, or where the data are not
+    here (a clean clone refreshing a card) off the name the pipeline gives it (``runs/data/natural-wide``)."""
     manifest = Path(natural) / "manifest.json"
-    return json.loads(manifest.read_text()).get("phrasebook") if manifest.is_file() else None
+    if manifest.is_file():
+        return json.loads(manifest.read_text()).get("phrasebook")
+    book = Path(natural).name.removeprefix("natural-")
+    return book if book in PHRASEBOOKS and book != "v1" else None
 
 
 def natural_data(cfg: dict) -> str:

@@ -29,8 +29,9 @@ def test_the_adapter_continues_the_warmups_shape_and_fits_the_budget():
     # the brief's cap is 150 MB; this tighter guard grew to 80 MB when the three pooled readouts took the base's
     # tokenizer (3.4 MB each, one git blob) so that transformers serve can host them, and to 100 MB with the three
     # SmolLM2 letter arms (4.4 MB each, the same tokenizer again), and to 120 MB when the pooled heads took their
-    # 3,430 training states (7.9 MB each, fp32: what they were evaluated with) for their softening
-    assert shipped < 120e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
+    # 3,430 training states (7.9 MB each, fp32: what they were evaluated with) for their softening, and to 125 MB when
+    # the letter arms' adapters went to two layers (session 41: 1.6 MB each, from 0.9)
+    assert shipped < 125e6, f"all shipped checkpoints take {shipped / 1e6:.1f} MB"
 
 
 def test_the_card_and_logs_record_how_it_was_made():
